@@ -1,0 +1,66 @@
+"""Celery settings (lowercase names only), derived from `judge.settings`.
+
+Gateway and workers must share these: the same `sep`, `priority_steps` and serializer, or
+messages and priorities break (see celery.md).
+"""
+
+from __future__ import annotations
+
+from kombu import Queue
+
+from judge.contracts import PRIORITY_BATCH, QUEUE_BATCH, QUEUE_LONG, QUEUE_RUN
+from judge.settings import get_settings
+
+_s = get_settings()
+
+broker_url = _s.redis_uri
+result_backend = None  # submissions reply on per-request lists, never through the result backend
+broker_connection_retry_on_startup = True
+broker_connection_max_retries = None
+broker_pool_limit = 32
+
+task_serializer = 'json'
+result_serializer = 'json'
+accept_content = ['json']
+task_compression = None
+
+# One process per slot; fair distribution and working priorities need prefetch 1 + late acks.
+worker_concurrency = _s.max_workers
+worker_prefetch_multiplier = 1
+task_acks_late = True
+task_acks_on_failure_or_timeout = True
+# A pool process that dies mid-task (kill -9, OOM) retries the task a bounded number of times
+# (`max_retries` on the task), instead of requeueing a poison submission forever.
+task_reject_on_worker_lost = False
+worker_max_tasks_per_child = 10000
+worker_pool_restarts = True
+worker_send_task_events = _s.task_events
+task_send_sent_event = False
+worker_hijack_root_logger = False
+worker_redirect_stdouts = False
+
+task_soft_time_limit = _s.task_soft_time_limit_s
+task_time_limit = _s.task_time_limit_s
+
+task_default_queue = QUEUE_BATCH
+task_default_priority = PRIORITY_BATCH  # Redis: an unset priority would be 0 = the highest
+task_create_missing_queues = True
+# `celery -A judge worker` consumes all three, checked in this order (queue_order_strategy).
+task_queues = tuple(Queue(name, routing_key=name) for name in (QUEUE_RUN, QUEUE_BATCH, QUEUE_LONG))
+
+# A node that vanishes gives its unacked tasks back after this; it must exceed the longest
+# execution of one task (compile + run + margin), or a slow task would run twice.
+_visibility_timeout_s = int(max(120, 2 * _s.task_time_limit_s))
+broker_transport_options = {
+    'priority_steps': list(range(10)),
+    'sep': ':',
+    'queue_order_strategy': 'priority',
+    'visibility_timeout': _visibility_timeout_s,
+    'unacked_restore_interval': 5,
+    'unacked_restore_throttle': 1,
+    'socket_timeout': 30,
+    'socket_connect_timeout': 5,
+    'health_check_interval': 25,
+    'retry_on_timeout': True,
+}
+visibility_timeout = _visibility_timeout_s

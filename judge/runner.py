@@ -1,0 +1,164 @@
+"""Run one submission: pick the executor, compile, run, check, fold into an upstream-shaped result.
+
+Pure Python over the sandbox; no Celery.  Infrastructure failures raise `SandboxError` (the task
+turns them into `internal_error`); everything the user's program did is a normal result.
+"""
+
+from __future__ import annotations
+
+import logging
+from dataclasses import dataclass
+from typing import Any
+
+from judge.checker import Checker, check_strip
+from judge.contracts import Verdict
+from judge.executors import EXECUTORS, Compiled, Executor, Toolchain
+from judge.sandbox.client import ExecResult, SlotClient
+from judge.sandbox.limits import Limits
+from judge.verdict import pick, reason_for
+
+logger = logging.getLogger('judge.runner')
+
+TIMEOUT_MARKER = 'Suicide from timeout.'
+"""Upstream appends this to stdout on a timeout; its tests check it, so we keep it."""
+_COMPARE_SLACK_BYTES = 64 * 1024
+
+
+@dataclass
+class RunnerConfig:
+    """Per-node policy of the runner."""
+
+    time_s: float = 10.0
+    memory_mb: int = 256
+    output_limit_bytes: int = 16 * 1024 * 1024
+    file_limit_bytes: int = 16 * 1024 * 1024
+    pids: int = 64
+    max_chars: int = 1000
+
+
+class Runner:
+    """Judges submissions in one slot."""
+
+    def __init__(self, toolchain: Toolchain, slot: SlotClient, config: RunnerConfig) -> None:
+        self.toolchain = toolchain
+        self.slot = slot
+        self.config = config
+        self._executors: dict[str, Executor] = {}
+
+    def executor(self, language: str) -> Executor:
+        """The executor of ``language``; ValueError when unknown."""
+        if language not in self._executors:
+            try:
+                cls = EXECUTORS[language]
+            except KeyError:
+                raise ValueError(f'unsupported language {language!r}') from None
+            self._executors[language] = cls(self.toolchain, self.slot)
+        return self._executors[language]
+
+    def limits(self, language: str, expected: str | None) -> Limits:
+        """Run limits for one submission."""
+        capture = max(64 * 1024, 4 * self.config.max_chars)
+        if expected is not None:
+            capture = max(capture, len(expected.encode('utf-8', 'surrogateescape')) + _COMPARE_SLACK_BYTES)
+        return Limits(
+            time_s=self.config.time_s,
+            memory_mb=self.config.memory_mb,
+            output_bytes=self.config.output_limit_bytes,
+            capture_bytes=min(capture, self.config.output_limit_bytes),
+            file_bytes=self.config.file_limit_bytes,
+            pids=self.config.pids,
+            as_extra_mb=128 if language == 'python' else 64,
+        )
+
+    def run(self, sub: dict[str, Any], checker: Checker = check_strip) -> dict[str, Any]:
+        """Judge one submission given as its wire dict; returns `SubmissionResult` fields."""
+        language = sub['type']
+        source = sub['solution']
+        expected = sub.get('expected_output')
+        executor = self.executor(language)
+        compiled = executor.compile(source)
+        if compiled is not None and not compiled.ok:
+            return self._compile_error(sub, compiled)
+        stdin = (sub.get('input') or '').encode('utf-8', 'surrogateescape')
+        result = executor.run(source, compiled, stdin, self.limits(language, expected))
+        return self._fold(sub, result, expected, checker, compiled)
+
+    def _compile_error(self, sub: dict[str, Any], compiled: Compiled) -> dict[str, Any]:
+        stderr, cut = _head(compiled.stderr.decode('utf-8', 'replace'), self.config.max_chars)
+        return {
+            'sub_id': sub['sub_id'],
+            'success': False,
+            'run_success': False,
+            'cost': 0.0,
+            'stdout': '',
+            'stderr': stderr,
+            'reason': reason_for(Verdict.COMPILE_ERROR).value,
+            'verdict': Verdict.COMPILE_ERROR.value,
+            'exit_code': None,
+            'stdout_truncated': False,
+            'stderr_truncated': cut,
+            'compile_cached': compiled.cached,
+        }
+
+    def _fold(
+        self,
+        sub: dict[str, Any],
+        result: ExecResult,
+        expected: str | None,
+        checker: Checker,
+        compiled: Compiled | None,
+    ) -> dict[str, Any]:
+        stdout_full = result.stdout.decode('utf-8', 'replace')
+        stderr_full = result.stderr.decode('utf-8', 'replace')
+        flags: set[Verdict] = set()
+        if result.timed_out:
+            flags.add(Verdict.TIME_LIMIT)
+        if result.memory_exceeded or _looks_like_oom(sub['type'], result, stderr_full):
+            flags.add(Verdict.MEMORY_LIMIT)
+        if result.output_exceeded:
+            flags.add(Verdict.OUTPUT_LIMIT)
+        if result.exit_code != 0:
+            flags.add(Verdict.RUNTIME_ERROR)
+        if not flags and expected is not None:
+            complete = result.stdout_bytes <= len(result.stdout)
+            if not complete or not checker(stdout_full, expected):
+                flags.add(Verdict.WRONG_ANSWER)
+        verdict = pick(flags)
+        run_success = not (flags & {Verdict.TIME_LIMIT, Verdict.MEMORY_LIMIT, Verdict.OUTPUT_LIMIT, Verdict.RUNTIME_ERROR})
+        if result.timed_out:
+            stdout_full = f'{stdout_full}{"" if not stdout_full or stdout_full.endswith(chr(10)) else chr(10)}'
+            stdout_full += TIMEOUT_MARKER + '\n'
+        stdout, out_cut = _head(stdout_full, self.config.max_chars)
+        stderr, err_cut = _head(stderr_full, self.config.max_chars)
+        out: dict[str, Any] = {
+            'sub_id': sub['sub_id'],
+            'success': verdict is Verdict.ACCEPTED,
+            'run_success': run_success,
+            'cost': round(result.wall_s, 6),
+            'stdout': stdout,
+            'stderr': stderr,
+            'reason': reason_for(verdict).value,
+            'verdict': verdict.value,
+            'exit_code': result.exit_code,
+            'stdout_truncated': out_cut or result.stdout_bytes > len(result.stdout),
+            'stderr_truncated': err_cut or result.stderr_bytes > len(result.stderr),
+        }
+        if compiled is not None:
+            out['compile_cached'] = compiled.cached
+        return out
+
+
+def _head(text: str, max_chars: int) -> tuple[str, bool]:
+    if len(text) <= max_chars:
+        return text, False
+    return text[:max_chars], True
+
+
+def _looks_like_oom(language: str, result: ExecResult, stderr: str) -> bool:
+    """Without a memory cgroup, recognise the runtime's own out-of-memory failure."""
+    if result.exit_code == 0:
+        return False
+    tail = stderr[-2000:]
+    if language == 'python':
+        return 'MemoryError' in tail
+    return 'std::bad_alloc' in tail

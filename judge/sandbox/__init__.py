@@ -1,0 +1,1 @@
+"""Running untrusted programs: per-slot servers, jails and limits.  Knows nothing of Celery."""

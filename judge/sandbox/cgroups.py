@@ -1,0 +1,250 @@
+"""Per-slot memory + pids cgroups for cgroup v1 and v2 (sandbox.md §7).
+
+The hierarchy is detected from /proc/self/mountinfo: cgroup v2 when a cgroup2 mount offers both the
+memory and pids controllers, otherwise v1 with separate (or co-mounted) ``memory`` and ``pids``
+hierarchies.  A slot's cgroups are created once; per execution the forked child only calls `join`
+and the slot server sweeps the group with `kill_all`.  Clean-up never signals anything but the pids
+listed in the slot's own ``cgroup.procs`` (never ``kill(-1)``).
+"""
+
+from __future__ import annotations
+
+import errno
+import functools
+import logging
+import os
+import re
+import signal
+import time
+from dataclasses import dataclass
+
+logger = logging.getLogger('judge.sandbox.cgroups')
+
+MOUNTINFO = '/proc/self/mountinfo'
+_SLEEP_S = 0.005
+_NAME_RE = re.compile(r'[A-Za-z0-9_.-]+')
+
+
+@dataclass(frozen=True)
+class Hierarchy:
+    """Where the memory and pids controllers live (the same directory on v2 or when co-mounted)."""
+
+    version: int
+    memory_root: str
+    pids_root: str
+
+
+def _unescape(field: str) -> str:
+    return re.sub(r'\\([0-7]{3})', lambda m: chr(int(m.group(1), 8)), field)
+
+
+def _mounts() -> list[tuple[str, str, set[str]]]:
+    """(mount point, fs type, super options) of every mount in /proc/self/mountinfo."""
+    result = []
+    with open(MOUNTINFO, encoding='utf-8', errors='surrogateescape') as f:
+        for line in f:
+            left, sep, right = line.partition(' - ')
+            fields, tail = left.split(), right.split()
+            if sep and len(fields) >= 5 and len(tail) >= 3:
+                result.append((_unescape(fields[4]), tail[0], set(tail[2].split(','))))
+    return result
+
+
+def _read(path: str) -> str:
+    with open(path, encoding='ascii') as f:
+        return f.read()
+
+
+def _write(path: str, value: str) -> None:
+    fd = os.open(path, os.O_WRONLY | os.O_CLOEXEC)
+    try:
+        os.write(fd, value.encode())
+    finally:
+        os.close(fd)
+
+
+@functools.cache
+def detect() -> Hierarchy | None:
+    """Find a hierarchy with memory and pids controllers, preferring v2 at /sys/fs/cgroup."""
+    mounts = _mounts()
+    v2 = sorted((mp for mp, fstype, _ in mounts if fstype == 'cgroup2'), key=lambda mp: mp != '/sys/fs/cgroup')
+    for mount_point in v2:
+        try:
+            controllers = set(_read(os.path.join(mount_point, 'cgroup.controllers')).split())
+        except OSError:
+            continue
+        if {'memory', 'pids'} <= controllers:
+            return Hierarchy(2, mount_point, mount_point)
+    memory = [mp for mp, fstype, opts in mounts if fstype == 'cgroup' and 'memory' in opts]
+    pids = [mp for mp, fstype, opts in mounts if fstype == 'cgroup' and 'pids' in opts]
+    if memory and pids:
+        return Hierarchy(1, memory[0], pids[0])
+    return None
+
+
+class SlotCgroup:
+    """The memory + pids cgroup(s) of one worker slot: ``<root>/<parent>/<name>`` in each hierarchy."""
+
+    def __init__(self, name: str, *, memory_mb: int, pids_max: int, parent: str = 'judge') -> None:
+        for part in (name, *parent.split('/')):
+            if not _NAME_RE.fullmatch(part) or part in ('.', '..'):
+                raise ValueError(f'bad cgroup name component {part!r}')
+        hierarchy = detect()
+        if hierarchy is None:
+            raise OSError(errno.ENOENT, 'no cgroup hierarchy with memory and pids controllers')
+        self.name = name
+        self.parent = parent
+        self.memory_mb = memory_mb
+        self.pids_max = pids_max
+        self.version = hierarchy.version
+        self.roots = list(dict.fromkeys((hierarchy.memory_root, hierarchy.pids_root)))
+        self.memory_dir = os.path.join(hierarchy.memory_root, parent, name)
+        self.pids_dir = os.path.join(hierarchy.pids_root, parent, name)
+        self.paths = list(dict.fromkeys((self.memory_dir, self.pids_dir)))
+        self._procs_files = [os.path.join(p, 'cgroup.procs') for p in self.paths]
+
+    def __repr__(self) -> str:
+        return f'SlotCgroup({self.name!r}, v{self.version}, memory_mb={self.memory_mb}, pids_max={self.pids_max})'
+
+    @staticmethod
+    def available() -> bool:
+        """True when running as root with a writable hierarchy offering memory and pids."""
+        if os.geteuid() != 0:
+            return False
+        hierarchy = detect()
+        if hierarchy is None:
+            return False
+        return all(os.access(root, os.W_OK) for root in (hierarchy.memory_root, hierarchy.pids_root))
+
+    def create(self) -> None:
+        """Create the cgroup(s) and apply the limits; safe to call again."""
+        if self.version == 2:
+            self._enable_v2_controllers()
+        for path in self.paths:
+            os.makedirs(path, mode=0o755, exist_ok=True)
+        if self.version == 1:
+            swappiness = os.path.join(self.memory_dir, 'memory.swappiness')
+            if os.path.exists(swappiness):
+                try:
+                    _write(swappiness, '0')
+                except OSError as exc:
+                    logger.debug('cannot set %s: %s', swappiness, exc)
+        else:
+            swap_max = os.path.join(self.memory_dir, 'memory.swap.max')
+            if os.path.exists(swap_max):
+                _write(swap_max, '0')
+        self.set_memory_mb(self.memory_mb)
+        _write(os.path.join(self.pids_dir, 'pids.max'), str(self.pids_max))
+        logger.debug('created %r at %s', self, self.paths)
+
+    def _enable_v2_controllers(self) -> None:
+        root = self.roots[0]
+        current = root
+        for part in ['', *self.parent.split('/')]:
+            current = os.path.join(current, part) if part else current
+            os.makedirs(current, mode=0o755, exist_ok=True)
+            control = os.path.join(current, 'cgroup.subtree_control')
+            if not {'memory', 'pids'} <= set(_read(control).split()):
+                _write(control, '+memory +pids')
+
+    def set_memory_mb(self, memory_mb: int) -> None:
+        """Change the memory limit (swap included, i.e. no swap)."""
+        limit = str(memory_mb * 1024 * 1024)
+        if self.version == 2:
+            _write(os.path.join(self.memory_dir, 'memory.max'), limit)
+        else:
+            mem = os.path.join(self.memory_dir, 'memory.limit_in_bytes')
+            memsw = os.path.join(self.memory_dir, 'memory.memsw.limit_in_bytes')
+            if not os.path.exists(memsw):
+                _write(mem, limit)
+            elif int(limit) >= int(_read(mem)):  # memsw must stay >= mem: raise memsw first
+                _write(memsw, limit)
+                _write(mem, limit)
+            else:
+                _write(mem, limit)
+                _write(memsw, limit)
+        self.memory_mb = memory_mb
+
+    def join(self, pid: int = 0) -> None:
+        """Move *pid* (0: the caller) into the slot's cgroup(s).  Meant for a freshly forked child."""
+        data = str(pid).encode()
+        for path in self._procs_files:
+            fd = os.open(path, os.O_WRONLY | os.O_CLOEXEC)
+            try:
+                os.write(fd, data)
+            finally:
+                os.close(fd)
+
+    def procs(self) -> list[int]:
+        """Pids currently in the slot's cgroup(s), sorted, without duplicates."""
+        pids: set[int] = set()
+        for path in self._procs_files:
+            try:
+                pids.update(int(tok) for tok in _read(path).split())
+            except FileNotFoundError:
+                continue
+        pids.discard(0)  # v2 prints 0 for tasks outside our pid namespace
+        return sorted(pids)
+
+    def kill_all(self, timeout_s: float = 1.0) -> None:
+        """SIGKILL everything in the slot's cgroup(s) and wait (at most *timeout_s*) until it is empty."""
+        deadline = time.monotonic() + timeout_s
+        kill_file = os.path.join(self.memory_dir, 'cgroup.kill')
+        use_cgroup_kill = self.version == 2 and os.path.exists(kill_file)
+        if use_cgroup_kill:
+            _write(kill_file, '1')
+        own_pid = os.getpid()
+        while True:
+            pids = self.procs()
+            if not pids:
+                return
+            if not use_cgroup_kill:
+                for pid in pids:
+                    if pid <= 0 or pid == own_pid:  # never signal a process group or ourselves
+                        continue
+                    try:
+                        os.kill(pid, signal.SIGKILL)
+                    except ProcessLookupError:
+                        pass
+            if time.monotonic() >= deadline:
+                logger.warning('%r: %d processes left after kill_all', self, len(pids))
+                return
+            time.sleep(_SLEEP_S)
+
+    def oom_kills(self) -> int:
+        """How many processes the OOM killer has killed in this cgroup so far."""
+        name = 'memory.events' if self.version == 2 else 'memory.oom_control'
+        for line in _read(os.path.join(self.memory_dir, name)).splitlines():
+            key, _, value = line.partition(' ')
+            if key == 'oom_kill':
+                return int(value)
+        return 0
+
+    def memory_peak_bytes(self) -> int | None:
+        """Peak memory usage (v1 since the last `reset_peak`), or None when the kernel does not say."""
+        name = 'memory.peak' if self.version == 2 else 'memory.max_usage_in_bytes'
+        try:
+            return int(_read(os.path.join(self.memory_dir, name)))
+        except FileNotFoundError:
+            return None
+
+    def reset_peak(self) -> None:
+        """Reset the peak memory counter (v1 only; v2 resets are per open file, so they are skipped)."""
+        if self.version == 1:
+            _write(os.path.join(self.memory_dir, 'memory.max_usage_in_bytes'), '0')
+
+    def remove(self, timeout_s: float = 1.0) -> None:
+        """Kill everything inside, then delete the cgroup directories (missing ones are ignored)."""
+        self.kill_all(timeout_s)
+        deadline = time.monotonic() + timeout_s
+        for path in self.paths:
+            while True:
+                try:
+                    os.rmdir(path)
+                    break
+                except FileNotFoundError:
+                    break
+                except OSError as exc:
+                    if exc.errno != errno.EBUSY or time.monotonic() >= deadline:
+                        raise
+                    time.sleep(_SLEEP_S)

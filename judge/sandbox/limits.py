@@ -1,0 +1,53 @@
+"""Per-execution limits and how a forked child applies them to itself (rlimits)."""
+
+from __future__ import annotations
+
+import math
+import resource
+from dataclasses import asdict, dataclass, fields
+from typing import Any
+
+
+@dataclass(frozen=True)
+class Limits:
+    """Resource limits of one execution.
+
+    ``time_s`` is the wall-clock limit enforced by the slot server; the CPU rlimit is derived from
+    it.  ``memory_mb`` is enforced by the slot's memory cgroup when there is one, else by
+    ``RLIMIT_AS`` (plus ``as_extra_mb`` of headroom for interpreters).  ``output_bytes`` bounds
+    stdout+stderr together; ``capture_bytes`` is how much of each stream is kept for the answer.
+    """
+
+    time_s: float = 10.0
+    memory_mb: int = 256
+    output_bytes: int = 16 * 1024 * 1024
+    capture_bytes: int = 64 * 1024
+    file_bytes: int = 16 * 1024 * 1024
+    pids: int = 64
+    nofile: int = 256
+    as_extra_mb: int = 128
+    use_rlimit_as: bool = True
+
+    def to_dict(self) -> dict[str, Any]:
+        """A JSON-able copy."""
+        return asdict(self)
+
+    @classmethod
+    def from_dict(cls, data: dict[str, Any]) -> Limits:
+        """Build from a dict, ignoring unknown keys."""
+        names = {f.name for f in fields(cls)}
+        return cls(**{k: v for k, v in data.items() if k in names})
+
+
+def apply_rlimits(limits: Limits, *, set_nproc: bool) -> None:
+    """Set hard and soft rlimits in the calling (child) process; user code cannot raise them."""
+    cpu_s = max(1, math.ceil(limits.time_s))
+    resource.setrlimit(resource.RLIMIT_CPU, (cpu_s, cpu_s + 1))
+    resource.setrlimit(resource.RLIMIT_CORE, (0, 0))
+    resource.setrlimit(resource.RLIMIT_FSIZE, (limits.file_bytes, limits.file_bytes))
+    resource.setrlimit(resource.RLIMIT_NOFILE, (limits.nofile, limits.nofile))
+    if set_nproc:
+        resource.setrlimit(resource.RLIMIT_NPROC, (limits.pids, limits.pids))
+    if limits.use_rlimit_as:
+        as_bytes = (limits.memory_mb + limits.as_extra_mb) * 1024 * 1024
+        resource.setrlimit(resource.RLIMIT_AS, (as_bytes, as_bytes))

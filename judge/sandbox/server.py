@@ -1,0 +1,179 @@
+"""The slot server: one small long-lived process per worker slot that runs executions.
+
+A Celery pool process is large, so forking it per submission is slow (sandbox.md §3.3).  Instead
+each pool process starts one slot server with a clean environment; the server prepares the jail
+once (uid, cgroups, namespaces, filters, depending on the tier) and forks one child per request.
+
+Run as ``python -I <this file> <config-json>``; it speaks `judge.sandbox.protocol` on fds 0/1.
+Stdlib only: this module must not import Celery, Redis or pydantic.
+"""
+
+from __future__ import annotations
+
+import json
+import logging
+import os
+import shutil
+import signal
+import sys
+from typing import Any
+
+if __name__ == '__main__':  # started as a script: make the package importable, then forget it
+    _root = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
+    sys.path.insert(0, _root)
+
+from judge.sandbox.child import ChildPlan
+from judge.sandbox.execute import ExecOutcome, execute, kill_process_group, reap_orphans
+from judge.sandbox.jail import Jail
+from judge.sandbox.limits import Limits
+from judge.sandbox.protocol import ProtocolError, recv_message, send_message
+
+logger = logging.getLogger('judge.sandbox.server')
+
+
+class SlotServer:
+    """Serves execution requests for one slot."""
+
+    def __init__(self, config: dict[str, Any]) -> None:
+        self.jail = Jail(config)
+        self.counter = 0
+
+    def _workdir(self) -> str:
+        self.counter += 1
+        path = os.path.join(self.jail.work_base, f'w{self.counter}')
+        if os.path.lexists(path):
+            shutil.rmtree(path, ignore_errors=True)
+        os.mkdir(path, 0o700)
+        if self.jail.uid is not None and os.getuid() == 0:
+            os.chown(path, self.jail.uid, self.jail.gid if self.jail.gid is not None else self.jail.uid)
+        return path
+
+    def _write_files(self, workdir: str, files: dict[str, str], imports: dict[str, str]) -> None:
+        for name, text in files.items():
+            self._check_name(name)
+            with open(os.path.join(workdir, name), 'w', encoding='utf-8', errors='surrogateescape') as f:
+                f.write(text)
+        for name, src in imports.items():
+            self._check_name(name)
+            dst = os.path.join(workdir, name)
+            shutil.copyfile(src, dst)
+            os.chmod(dst, 0o755)
+        if self.jail.uid is not None and os.getuid() == 0:
+            for name in (*files, *imports):
+                os.chown(os.path.join(workdir, name), self.jail.uid, self.jail.gid or self.jail.uid)
+
+    @staticmethod
+    def _check_name(name: str) -> None:
+        if not name or '/' in name or name in ('.', '..'):
+            raise ValueError(f'bad file name {name!r}')
+
+    def _export(self, workdir: str, exports: dict[str, str]) -> None:
+        """Copy produced files (e.g. a compiled binary) out of the work dir, atomically."""
+        for name, dst in exports.items():
+            self._check_name(name)
+            src = os.path.join(workdir, name)
+            if os.path.islink(src) or not os.path.isfile(src):
+                continue
+            os.makedirs(os.path.dirname(dst), exist_ok=True)
+            tmp = f'{dst}.tmp{os.getpid()}'
+            shutil.copyfile(src, tmp)
+            os.chmod(tmp, 0o755)
+            os.replace(tmp, dst)
+
+    def handle(self, header: dict[str, Any], blobs: list[bytes]) -> tuple[dict[str, Any], tuple[bytes, ...]]:
+        """Run one request and build the reply."""
+        op = header.get('op')
+        if op == 'ping':
+            return {'ok': True, 'tier': self.jail.tier, 'detail': self.jail.detail}, ()
+        if op != 'exec':
+            return {'ok': False, 'error': f'unknown op {op!r}'}, ()
+        limits = Limits.from_dict(header.get('limits') or {})
+        workdir = self._workdir()
+        try:
+            files = dict(header.get('files') or {})
+            if header.get('python_source') is not None:  # on disk too, for tracebacks' source lines
+                files[header.get('python_filename') or 'source.py'] = header['python_source']
+            self._write_files(workdir, files, header.get('imports') or {})
+            plan = ChildPlan(
+                limits=self.jail.effective_limits(limits),
+                workdir=workdir,
+                env=self.jail.child_env(workdir),
+                stdin_fd=-1,
+                stdout_fd=-1,
+                stderr_fd=-1,
+                status_fd=-1,
+                argv=list(header.get('argv') or []),
+                python_source=header.get('python_source'),
+                python_filename=header.get('python_filename') or 'source.py',
+            )
+            self.jail.fill_plan(plan)
+            stdin = blobs[0] if blobs else b''
+            outcome = execute(plan, stdin, self._kill_all)
+            outcome.memory_exceeded = self.jail.memory_exceeded(outcome)
+            if outcome.exit_code == 0 and not outcome.timed_out:
+                self._export(workdir, header.get('exports') or {})
+        finally:
+            self._kill_all(0)
+            reap_orphans()
+            shutil.rmtree(workdir, ignore_errors=True)
+        return _reply(outcome), (bytes(outcome.stdout), bytes(outcome.stderr))
+
+    def _kill_all(self, pid: int) -> None:
+        if pid:
+            kill_process_group(pid)
+        self.jail.kill_all()
+
+    def serve(self, rfd: int, wfd: int) -> None:
+        """Answer requests until the channel closes."""
+        send_message(wfd, {'ok': True, 'tier': self.jail.tier, 'detail': self.jail.detail, 'pid': os.getpid()})
+        while True:
+            try:
+                header, blobs = recv_message(rfd)
+            except ProtocolError:
+                return
+            try:
+                reply, out = self.handle(header, blobs)
+            except Exception as exc:
+                logger.exception('request failed')
+                reply, out = {'ok': False, 'error': f'{type(exc).__name__}: {exc}'}, ()
+            send_message(wfd, reply, out)
+
+
+def _reply(outcome: ExecOutcome) -> dict[str, Any]:
+    return {
+        'ok': outcome.setup_error is None,
+        'error': outcome.setup_error,
+        'exit_code': outcome.exit_code,
+        'signal': outcome.signal,
+        'timed_out': outcome.timed_out,
+        'output_exceeded': outcome.output_exceeded,
+        'memory_exceeded': outcome.memory_exceeded,
+        'wall_s': outcome.wall_s,
+        'cpu_s': outcome.cpu_s,
+        'max_rss_kb': outcome.max_rss_kb,
+        'stdout_bytes': outcome.stdout_bytes,
+        'stderr_bytes': outcome.stderr_bytes,
+    }
+
+
+def main(argv: list[str]) -> int:
+    """Entry point: ``server.py <config-json>``; requests on fd 0, replies on fd 1."""
+    logging.basicConfig(level=logging.WARNING, stream=sys.stderr, format='%(name)s: %(message)s')
+    config = json.loads(argv[1])
+    signal.signal(signal.SIGPIPE, signal.SIG_DFL)
+    rfd, wfd = os.dup(0), os.dup(1)
+    devnull = os.open(os.devnull, os.O_RDWR)
+    os.dup2(devnull, 0)
+    os.dup2(devnull, 1)
+    os.close(devnull)
+    try:
+        server = SlotServer(config)
+    except Exception as exc:
+        send_message(wfd, {'ok': False, 'error': f'{type(exc).__name__}: {exc}'})
+        return 1
+    server.serve(rfd, wfd)
+    return 0
+
+
+if __name__ == '__main__':
+    sys.exit(main(sys.argv))

@@ -1,0 +1,99 @@
+"""Run Python source inside a forked, warm interpreter the way ``python3 file.py`` would.
+
+What programs can observe is emulated: ``__name__ == '__main__'``, ``__file__``, ``sys.argv``,
+fresh standard streams on fds 0-2, ``sys.exit`` codes, uncaught exceptions printed by
+``sys.excepthook`` with the user's own line numbers, atexit handlers, non-daemon threads joined at
+exit, and the default recursion limit.  Always ends the process with ``os._exit``.
+"""
+
+from __future__ import annotations
+
+import io
+import os
+import sys
+import types
+from typing import NoReturn
+
+
+def _fresh_streams() -> None:
+    sys.stdin = io.TextIOWrapper(io.BufferedReader(io.FileIO(0, 'rb', closefd=False)), encoding='utf-8')
+    sys.stdout = io.TextIOWrapper(
+        io.BufferedWriter(io.FileIO(1, 'wb', closefd=False)), encoding='utf-8', errors='strict'
+    )
+    sys.stderr = io.TextIOWrapper(
+        io.BufferedWriter(io.FileIO(2, 'wb', closefd=False)),
+        encoding='utf-8',
+        errors='backslashreplace',
+        line_buffering=True,
+    )
+    sys.__stdin__, sys.__stdout__, sys.__stderr__ = sys.stdin, sys.stdout, sys.stderr
+
+
+def _exit_code(exc: SystemExit) -> int:
+    code = exc.code
+    if code is None:
+        return 0
+    if isinstance(code, int):
+        return code & 0xFF
+    try:
+        print(code, file=sys.stderr)
+    except Exception:
+        pass
+    return 1
+
+
+def _shutdown() -> None:
+    threading = sys.modules.get('threading')
+    if threading is not None:
+        try:
+            threading._shutdown()  # type: ignore[attr-defined]
+        except Exception:
+            pass
+    import atexit
+
+    atexit._run_exitfuncs()
+
+
+def _flush() -> int:
+    status = 0
+    for stream in (sys.stdout, sys.stderr):
+        try:
+            stream.flush()
+        except Exception:
+            status = 120
+    return status
+
+
+def run_python(source: str | None, filename: str, env: dict[str, str]) -> NoReturn:
+    """Execute ``source`` as the ``__main__`` module and exit with Python's exit status."""
+    os.environ.clear()
+    os.environ.update(env)
+    sys.argv = [filename]
+    here = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
+    sys.path[:] = [os.getcwd(), *(p for p in sys.path if p and p != here)]
+    sys.setrecursionlimit(1000)
+    _fresh_streams()
+    main = types.ModuleType('__main__')
+    main.__file__ = os.path.join(os.getcwd(), filename)
+    main.__builtins__ = __builtins__  # type: ignore[attr-defined]
+    sys.modules['__main__'] = main
+    status = 0
+    try:
+        code = compile(source or '', main.__file__, 'exec')
+        exec(code, main.__dict__)
+    except SystemExit as exc:
+        status = _exit_code(exc)
+    except BaseException:
+        etype, value, tb = sys.exc_info()
+        if value is not None and tb is not None:
+            value.__traceback__ = tb.tb_next  # hide this module's frame, as `python file.py` would
+        sys.excepthook(etype, value, value.__traceback__ if value is not None else None)  # type: ignore[arg-type]
+        status = 1
+    try:
+        _shutdown()
+    except SystemExit as exc:
+        status = _exit_code(exc)
+    except BaseException:
+        sys.excepthook(*sys.exc_info())
+    flush_status = _flush()
+    os._exit(status or flush_status)

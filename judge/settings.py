@@ -1,0 +1,122 @@
+"""The one settings object, read from the environment with upstream code-judge's names and defaults.
+
+Every field has a working default, so nothing needs to be set to run locally.  Upstream's names
+(`REDIS_URI`, `MAX_EXECUTION_TIME`, ...) keep their meaning; our additions start with `JUDGE_`.
+Read only at the edges (`celeryconfig.py`, `api/deps.py`, `judge/tasks.py`).
+"""
+
+from __future__ import annotations
+
+import functools
+import os
+import shutil
+import sys
+from typing import Literal
+
+from pydantic import AliasChoices, Field, model_validator
+from pydantic_settings import BaseSettings, SettingsConfigDict
+
+
+def _default_python() -> str:
+    # The interpreter must be readable by the sandbox's unprivileged uids; pyenv's lives in /root.
+    for candidate in ('/usr/bin/python3', '/usr/local/bin/python3'):
+        if os.access(candidate, os.X_OK):
+            return os.path.realpath(candidate)
+    return os.path.realpath(sys.executable)
+
+
+def _default_cxx() -> str:
+    found = shutil.which('g++') or '/usr/bin/g++'
+    return os.path.realpath(found)
+
+
+def _env(*names: str) -> AliasChoices:
+    return AliasChoices(*names)
+
+
+class Settings(BaseSettings):
+    """Configuration of gateway, workers and Flower (env var names in `validation_alias`)."""
+
+    model_config = SettingsConfigDict(env_file=None, extra='ignore', populate_by_name=True)
+
+    # --- upstream names ---
+    redis_uri: str = Field('redis://127.0.0.1:6379/0', validation_alias=_env('REDIS_URI'))
+    max_execution_time: float = Field(10, gt=0, validation_alias=_env('MAX_EXECUTION_TIME'))
+    """Per-submission wall-clock limit, seconds."""
+    max_memory: int = Field(256, gt=0, validation_alias=_env('MAX_MEMORY'))
+    """Per-submission memory limit, MiB."""
+    max_workers: int = Field(0, ge=0, validation_alias=_env('MAX_WORKERS'))
+    """Pool processes per worker; 0 means the CPU count."""
+    max_stdout_error_length: int = Field(1000, ge=0, validation_alias=_env('MAX_STDOUT_ERROR_LENGTH'))
+    """Characters of stdout and of stderr returned (head kept)."""
+    max_queue_work_life_time: float = Field(4, ge=0, validation_alias=_env('MAX_QUEUE_WORK_LIFE_TIME'))
+    long_batch_max_queue_wait_time: float | None = Field(None, validation_alias=_env('LONG_BATCH_MAX_QUEUE_WAIT_TIME'))
+    max_batch_chunk_size: int = Field(2, ge=0, validation_alias=_env('MAX_BATCH_CHUNK_SIZE'))
+    max_long_batch_chunk_size: int = Field(100, ge=0, validation_alias=_env('MAX_LONG_BATCH_CHUNK_SIZE'))
+    error_case_save_path: str = Field('', validation_alias=_env('ERROR_CASE_SAVE_PATH'))
+    python_executor_path: str = Field(default_factory=_default_python, validation_alias=_env('PYTHON_EXECUTOR_PATH'))
+    cpp_compiler_path: str = Field(default_factory=_default_cxx, validation_alias=_env('CPP_COMPILER_PATH'))
+
+    # --- ours ---
+    python_mode: Literal['warm', 'fresh'] = Field('warm', validation_alias=_env('JUDGE_PYTHON_MODE'))
+    """`warm`: fork a pre-started interpreter per submission; `fresh`: start `python3 -I file.py`."""
+    sandbox_tier: Literal['auto', 'namespaces', 'landlock', 'uid', 'none'] = Field(
+        'auto', validation_alias=_env('JUDGE_SANDBOX_TIER')
+    )
+    allow_unsafe: bool = Field(False, validation_alias=_env('JUDGE_ALLOW_UNSAFE'))
+    """Allow running untrusted code with no isolation when no tier is available."""
+    work_root: str = Field('/tmp/judge-work', validation_alias=_env('JUDGE_WORK_ROOT'))
+    slot_uid_base: int = Field(61000, gt=0, validation_alias=_env('JUDGE_SLOT_UID_BASE'))
+    output_limit_mb: int = Field(16, gt=0, validation_alias=_env('JUDGE_OUTPUT_LIMIT_MB'))
+    """stdout+stderr beyond this kills the run with verdict `output_limit`."""
+    file_size_limit_mb: int = Field(16, gt=0, validation_alias=_env('JUDGE_FILE_SIZE_LIMIT_MB'))
+    pids_limit: int = Field(64, ge=8, validation_alias=_env('JUDGE_PIDS_LIMIT'))
+    compile_time_limit: float = Field(30, gt=0, validation_alias=_env('JUDGE_COMPILE_TIME_LIMIT'))
+    compile_memory_mb: int = Field(1024, gt=0, validation_alias=_env('JUDGE_COMPILE_MEMORY_MB'))
+    cache_dir: str = Field('/var/cache/judge', validation_alias=_env('JUDGE_CACHE_DIR'))
+    max_batch_size: int = Field(10000, gt=0, validation_alias=_env('JUDGE_MAX_BATCH_SIZE'))
+    max_body_mb: float = Field(64, gt=0, validation_alias=_env('JUDGE_MAX_BODY_MB'))
+    reply_ttl_s: int = Field(600, gt=0, validation_alias=_env('JUDGE_REPLY_TTL_S'))
+    task_events: bool = Field(True, validation_alias=_env('JUDGE_TASK_EVENTS'))
+    """Send Celery task events (Flower needs them; they cost ~0.6 ms CPU per task)."""
+
+    @model_validator(mode='after')
+    def _derived(self) -> Settings:
+        if self.max_workers == 0:
+            self.max_workers = os.cpu_count() or 1
+        floor = 3600 + self.max_process_time
+        if self.long_batch_max_queue_wait_time is None:
+            self.long_batch_max_queue_wait_time = floor
+        return self
+
+    @property
+    def max_process_time(self) -> float:
+        """Upstream's derived budget for one submission, including process start-up."""
+        return self.max_execution_time + 5
+
+    @property
+    def max_queue_wait_time(self) -> float:
+        """Deadline of `/run`, `/judge` and the normal batch routes, seconds (upstream: 19)."""
+        return self.max_process_time + self.max_queue_work_life_time
+
+    @property
+    def long_batch_wait_s(self) -> float:
+        """Deadline of the long-batch routes, seconds."""
+        assert self.long_batch_max_queue_wait_time is not None
+        return self.long_batch_max_queue_wait_time
+
+    @property
+    def task_soft_time_limit_s(self) -> float:
+        """Celery soft limit of one submission task: compile + run + margin."""
+        return self.compile_time_limit + self.max_execution_time + 10
+
+    @property
+    def task_time_limit_s(self) -> float:
+        """Celery hard limit: the backstop after the soft limit."""
+        return self.task_soft_time_limit_s + 10
+
+
+@functools.lru_cache(maxsize=1)
+def get_settings() -> Settings:
+    """The process-wide settings, read once."""
+    return Settings()

@@ -1,0 +1,225 @@
+"""Thin Celery tasks: one submission per task; the answer goes to the request's reply list.
+
+Acks, retries and time limits are set here and in `celeryconfig.py`; judging itself lives in
+`judge.runner`.  Each pool process owns one sandbox slot (a slot server) for its whole life.
+"""
+
+from __future__ import annotations
+
+import fcntl
+import json
+import logging
+import os
+import socket
+import time
+from typing import Any
+
+import redis
+from celery import Task, signals
+from celery.exceptions import SoftTimeLimitExceeded
+
+from judge.app import app
+from judge.contracts import NODE_INFO_KEY, RUN_TASK, Verdict
+from judge.executors import EXECUTORS, Toolchain
+from judge.runner import Runner, RunnerConfig
+from judge.sandbox.client import SandboxError, SlotClient, SlotConfig
+from judge.settings import Settings, get_settings
+
+logger = logging.getLogger('judge.tasks')
+
+_MAX_WORKER_LOST_RETRIES = 2
+
+
+class _Slot:
+    """This process's sandbox slot, runner and Redis connection (created lazily)."""
+
+    runner: Runner | None = None
+    client: SlotClient | None = None
+    redis: redis.Redis | None = None
+    lock_fd: int | None = None
+
+
+def _claim_slot_index(work_root: str) -> tuple[int, int]:
+    """A node-wide unique slot number, held by an flock for this process's life."""
+    os.makedirs(work_root, mode=0o711, exist_ok=True)
+    for index in range(4096):
+        fd = os.open(os.path.join(work_root, f'slot{index}.lock'), os.O_RDWR | os.O_CREAT | os.O_CLOEXEC, 0o600)
+        try:
+            fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+        except BlockingIOError:
+            os.close(fd)
+            continue
+        return index, fd
+    raise SandboxError('no free sandbox slot')
+
+
+def _cache_dir(settings: Settings) -> str:
+    path = settings.cache_dir
+    try:
+        os.makedirs(path, mode=0o755, exist_ok=True)
+        if os.access(path, os.W_OK):
+            return path
+    except OSError:
+        pass
+    fallback = os.path.join(settings.work_root, 'cache')
+    os.makedirs(fallback, mode=0o755, exist_ok=True)
+    return fallback
+
+
+def build_runner(settings: Settings) -> Runner:
+    """Start this process's slot server and its runner."""
+    index, fd = _claim_slot_index(settings.work_root)
+    _Slot.lock_fd = fd
+    client = SlotClient(
+        SlotConfig(
+            slot=index,
+            python=settings.python_executor_path,
+            tier=settings.sandbox_tier,
+            allow_unsafe=settings.allow_unsafe,
+            work_root=settings.work_root,
+            uid_base=settings.slot_uid_base,
+            extra={'memory_mb': settings.max_memory, 'pids': settings.pids_limit},
+        )
+    )
+    client.ensure_started()
+    _Slot.client = client
+    toolchain = Toolchain(
+        python=settings.python_executor_path,
+        cxx=settings.cpp_compiler_path,
+        python_mode=settings.python_mode,
+        cache_dir=_cache_dir(settings),
+        compile_time_s=settings.compile_time_limit,
+        compile_memory_mb=settings.compile_memory_mb,
+    )
+    config = RunnerConfig(
+        time_s=settings.max_execution_time,
+        memory_mb=settings.max_memory,
+        output_limit_bytes=settings.output_limit_mb * 1024 * 1024,
+        file_limit_bytes=settings.file_size_limit_mb * 1024 * 1024,
+        pids=settings.pids_limit,
+        max_chars=settings.max_stdout_error_length,
+    )
+    return Runner(toolchain, client, config)
+
+
+def _runner() -> Runner:
+    if _Slot.runner is None:
+        _Slot.runner = build_runner(get_settings())
+    return _Slot.runner
+
+
+def _redis() -> redis.Redis:
+    if _Slot.redis is None:
+        _Slot.redis = redis.Redis.from_url(get_settings().redis_uri, socket_timeout=30, health_check_interval=25)
+    return _Slot.redis
+
+
+def push_reply(reply_to: str, index: int, result: dict[str, Any]) -> None:
+    """Append ``[index, result]`` to the request's reply list (the gateway de-duplicates)."""
+    pipe = _redis().pipeline(transaction=False)
+    pipe.rpush(reply_to, json.dumps([index, result], separators=(',', ':')))
+    pipe.expire(reply_to, get_settings().reply_ttl_s)
+    pipe.execute()
+
+
+def internal_error(sub: dict[str, Any], message: str, cost_s: float = 0.0) -> dict[str, Any]:
+    """An `internal_error` result: never scored as a wrong answer."""
+    return {
+        'sub_id': sub.get('sub_id') or '',
+        'success': False,
+        'run_success': False,
+        'cost': round(cost_s, 6),
+        'stdout': None,
+        'stderr': None,
+        'reason': 'internal_error',
+        'verdict': Verdict.INTERNAL_ERROR.value,
+        'error': message,
+    }
+
+
+@app.task(
+    name=RUN_TASK,
+    bind=True,
+    ignore_result=True,
+    acks_late=True,
+    retry_on_worker_lost=True,
+    max_retries=_MAX_WORKER_LOST_RETRIES,
+    default_retry_delay=0,
+)
+def run(self: Task, sub: dict[str, Any], reply_to: str, index: int, batch_id: str = '') -> None:
+    """Judge one submission and push its result to ``reply_to``."""
+    start = time.monotonic()
+    try:
+        result = _runner().run(sub)
+    except SoftTimeLimitExceeded:
+        result = internal_error(sub, 'the task exceeded its soft time limit', time.monotonic() - start)
+        if _Slot.client is not None:
+            _Slot.client.close()  # the slot server may be stuck: start a fresh one next time
+    except (SandboxError, OSError, ValueError) as exc:
+        logger.exception('sub_id=%s batch=%s: infrastructure failure', sub.get('sub_id'), batch_id)
+        result = internal_error(sub, f'{type(exc).__name__}: {exc}', time.monotonic() - start)
+    push_reply(reply_to, index, result)
+    logger.info(
+        'sub_id=%s batch=%s type=%s verdict=%s cost=%.4fs elapsed=%.4fs',
+        sub.get('sub_id'),
+        batch_id,
+        sub.get('type'),
+        result.get('verdict'),
+        result.get('cost', 0.0),
+        time.monotonic() - start,
+    )
+
+
+@signals.task_failure.connect
+def _on_failure(sender: Any = None, task_id: str | None = None, exception: BaseException | None = None,
+                args: Any = None, kwargs: Any = None, **_: Any) -> None:
+    """A task that died for good (hard time limit, pool process lost too often) still answers."""
+    if getattr(sender, 'name', None) != RUN_TASK:
+        return
+    call = dict(kwargs or {})
+    if args:
+        for name, value in zip(('sub', 'reply_to', 'index', 'batch_id'), args, strict=False):
+            call.setdefault(name, value)
+    if 'reply_to' not in call or 'index' not in call:
+        return
+    sub = call.get('sub') or {}
+    logger.error('sub_id=%s task %s failed: %r', sub.get('sub_id'), task_id, exception)
+    try:
+        push_reply(call['reply_to'], int(call['index']), internal_error(sub, f'task failed: {exception!r}'))
+    except redis.RedisError:
+        logger.exception('could not report the failure of task %s', task_id)
+
+
+def _publish_node_info(runner: Runner) -> None:
+    client = runner.slot
+    info = {
+        'tier': client.tier,
+        'sandbox': client.detail,
+        'python_mode': runner.toolchain.python_mode,
+        'toolchains': {lang: runner.executor(lang).version() for lang in EXECUTORS},
+        'updated_at': time.time(),
+    }
+    _redis().hset(NODE_INFO_KEY, socket.gethostname(), json.dumps(info))
+
+
+@signals.worker_process_init.connect
+def _start_slot(**_: Any) -> None:
+    """Start the slot server when the pool process starts, so the first submission is fast."""
+    try:
+        runner = _runner()
+        _publish_node_info(runner)
+    except Exception:
+        logger.exception('sandbox slot failed to start; submissions will report internal_error')
+
+
+@signals.worker_process_shutdown.connect
+def _stop_slot(**_: Any) -> None:
+    if _Slot.client is not None:
+        _Slot.client.close()
+
+
+@signals.after_setup_logger.connect
+def _quiet_per_task_logs(**_: Any) -> None:
+    # Celery logs two INFO lines per task in the main process; ours (one per submission) suffices.
+    for name in ('celery.worker.strategy', 'celery.app.trace'):
+        logging.getLogger(name).setLevel(logging.WARNING)
