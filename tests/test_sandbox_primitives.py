@@ -547,6 +547,23 @@ def test_fork_bomb_is_capped_by_pids_max(slot: cgroups.SlotCgroup) -> None:
 
 
 @needs_cgroups
+def test_join_works_after_readonly_remount_with_cgroups_kept_writable(slot: cgroups.SlotCgroup) -> None:
+    def body(send: Send) -> None:
+        enter_private_mount_namespace()
+        namespaces.remount_readonly_recursive('/')
+        out = {'join_readonly': errno_of(slot.join)}
+        namespaces.remount_readonly_recursive('/', keep_writable=slot.roots)
+        out['join_kept_writable'] = errno_of(slot.join)
+        out['member'] = os.getpid() in slot.procs()
+        out['write_tmp'] = errno_of(lambda: open('/tmp/judge-should-be-readonly', 'x').close())
+        send(out)
+
+    msg, code = run_in_child(body)
+    assert code == 0
+    assert msg == {'join_readonly': errno.EROFS, 'join_kept_writable': 0, 'member': True, 'write_tmp': errno.EROFS}
+
+
+@needs_cgroups
 def test_remove_deletes_directories() -> None:
     cg = cgroups.SlotCgroup(f'rm-{os.getpid()}', memory_mb=32, pids_max=8, parent=TEST_PARENT)
     try:
@@ -680,16 +697,18 @@ def test_readonly_fallback_is_scoped_and_recursive(tmp_path: Path) -> None:
         enter_private_mount_namespace()
         namespaces.mount_tmpfs(str(outer), 4)
         namespaces.mount_tmpfs(str(outer / 'inner'), 4, noexec=True)
-        namespaces._remount_readonly_fallback(str(outer))
+        namespaces._remount_fallback(str(outer))
         options = {p: o for p, o in namespaces._mount_points()}
-        send(
-            {
-                'outer': errno_of(lambda: (outer / 'a').write_text('a')),
-                'inner': errno_of(lambda: (outer / 'inner' / 'b').write_text('b')),
-                'other': errno_of(lambda: (other / 'c').write_text('c')),
-                'inner_flags': sorted({'ro', 'nosuid', 'nodev', 'noexec'} & options[str(outer / 'inner')]),
-            }
-        )
+        out = {
+            'outer': errno_of(lambda: (outer / 'a').write_text('a')),
+            'inner': errno_of(lambda: (outer / 'inner' / 'b').write_text('b')),
+            'other': errno_of(lambda: (other / 'c').write_text('c')),
+            'inner_flags': sorted({'ro', 'nosuid', 'nodev', 'noexec'} & options[str(outer / 'inner')]),
+        }
+        namespaces._remount_fallback(str(outer / 'inner'), readonly=False)
+        out['inner_again'] = errno_of(lambda: (outer / 'inner' / 'b').write_text('b'))
+        out['outer_again'] = errno_of(lambda: (outer / 'a').write_text('a'))
+        send(out)
 
     msg, code = run_in_child(body)
     assert code == 0
@@ -698,6 +717,8 @@ def test_readonly_fallback_is_scoped_and_recursive(tmp_path: Path) -> None:
         'inner': errno.EROFS,
         'other': 0,
         'inner_flags': sorted(['ro', 'nosuid', 'nodev', 'noexec']),
+        'inner_again': 0,
+        'outer_again': errno.EROFS,
     }
     assert (other / 'c').read_text() == 'c'
 

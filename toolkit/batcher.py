@@ -1,10 +1,10 @@
 """``RequestProcessor``: an async micro-batcher in front of the gateway's batch routes.
 
 Callers ``await processor.submit(sub)`` one submission at a time; the processor groups them into
-HTTP batches (up to ``max_batch_size``, or whatever arrived within ``fill_wait_ms`` of the oldest
-waiting item), keeps at most ``max_batches_in_flight`` requests open on a keep-alive pool, resends
-only the items that failed for infrastructure reasons, and answers every caller by its deadline:
-with a ``Result`` or a ``ToolkitError``.  There is no pause after a successful batch.
+HTTP batches (up to ``max_batch_size``, or what arrived within ``fill_wait_ms`` of the oldest item),
+keeps at most ``max_batches_in_flight`` requests open on a keep-alive pool, resends only items that
+failed for infrastructure reasons, and answers every caller by its deadline with a ``Result`` or a
+``ToolkitError``.  There is no pause after a successful batch.
 
 verl rebuilds tools per trajectory in some versions, so tools should use :func:`toolkit.get_shared`,
 which keeps one processor per (event loop, base URL, policy) for the whole process.
@@ -14,10 +14,10 @@ from __future__ import annotations
 
 import asyncio
 import collections
+import dataclasses
 import logging
 import random
 from collections.abc import Iterable, Sequence
-from types import TracebackType
 from typing import Any
 
 from toolkit.client import DEFAULT_BASE_URL, JudgeClient
@@ -31,17 +31,15 @@ __all__ = ['RequestProcessor']
 logger = logging.getLogger('toolkit.batcher')
 
 
+@dataclasses.dataclass(slots=True, eq=False)
 class _Item:
-    __slots__ = ('attempts', 'created_at', 'deadline', 'future', 'queued_at', 'sub', 'timer')
-
-    def __init__(self, sub: Submission, future: asyncio.Future[Result], now: float, deadline: float) -> None:
-        self.sub = sub
-        self.future = future
-        self.created_at = now
-        self.queued_at = now
-        self.deadline = deadline
-        self.attempts = 0
-        self.timer: asyncio.TimerHandle | None = None
+    sub: Submission
+    future: asyncio.Future[Result]
+    created_at: float
+    deadline: float
+    queued_at: float
+    attempts: int = 0
+    timer: asyncio.TimerHandle | None = None
 
 
 class RequestProcessor:
@@ -87,9 +85,7 @@ class RequestProcessor:
             self._loop = loop
             self._dispatcher = loop.create_task(self._dispatch(), name='toolkit-dispatcher')
         elif self._loop is not loop:
-            raise RuntimeError(
-                'a RequestProcessor is bound to the event loop it was first used in; use toolkit.get_shared()'
-            )
+            raise RuntimeError('RequestProcessor used from a second event loop; use toolkit.get_shared()')
         return loop
 
     async def submit(self, sub: Submission, *, deadline_s: float | None = None) -> Result:
@@ -103,7 +99,7 @@ class RequestProcessor:
             raise ProcessorClosed('RequestProcessor is closed')
         loop = self._start()
         now = loop.time()
-        item = _Item(sub, loop.create_future(), now, now + (deadline_s or self.policy.deadline_s))
+        item = _Item(sub, loop.create_future(), now, now + (deadline_s or self.policy.deadline_s), now)
         item.timer = loop.call_at(item.deadline, self._expire, item)
         self._pending.add(item)
         self._idle.clear()
@@ -133,8 +129,6 @@ class RequestProcessor:
         """A snapshot of counters (see ``toolkit.stats.ProcessorStats``) plus queue/in-flight sizes."""
         return self._stats.snapshot(queued=len(self._queue), pending=len(self._pending), in_flight=len(self._tasks))
 
-    # --- dispatching -------------------------------------------------------------------------------
-
     async def _dispatch(self) -> None:
         loop = asyncio.get_running_loop()
         while True:
@@ -150,8 +144,6 @@ class RequestProcessor:
     def _task_done(self, task: asyncio.Task[None]) -> None:
         self._tasks.discard(task)
         self._slots.release()
-        if not task.cancelled() and task.exception() is not None:
-            logger.error('batch sender crashed', exc_info=task.exception())
 
     def _prune(self) -> None:
         while self._queue and self._queue[0].future.done():
@@ -288,8 +280,6 @@ class RequestProcessor:
             item.future.set_exception(outcome)
             item.future.exception()  # mark retrieved: a caller that gave up must not cause a warning
 
-    # --- shutdown ----------------------------------------------------------------------------------
-
     async def close(self, *, drain_timeout_s: float = 5.0) -> None:
         """Stop accepting work, let queued and in-flight items finish for up to ``drain_timeout_s``,
         then fail whatever is left with ``ProcessorClosed`` and close the HTTP session."""
@@ -301,9 +291,7 @@ class RequestProcessor:
             try:
                 await asyncio.wait_for(self._idle.wait(), drain_timeout_s)
             except TimeoutError:
-                logger.warning(
-                    'close(): %d submission(s) still pending after %.1f s', len(self._pending), drain_timeout_s
-                )
+                logger.warning('close(): %d submission(s) left after %.1f s', len(self._pending), drain_timeout_s)
         for task in [*self._tasks, *([self._dispatcher] if self._dispatcher else [])]:
             task.cancel()
         await asyncio.gather(*self._tasks, *([self._dispatcher] if self._dispatcher else []), return_exceptions=True)
@@ -317,7 +305,5 @@ class RequestProcessor:
     async def __aenter__(self) -> RequestProcessor:
         return self
 
-    async def __aexit__(
-        self, exc_type: type[BaseException] | None, exc: BaseException | None, tb: TracebackType | None
-    ) -> None:
+    async def __aexit__(self, *exc_info: object) -> None:
         await self.close()

@@ -14,6 +14,7 @@ import logging
 import os
 import re
 import stat
+from collections.abc import Sequence
 
 logger = logging.getLogger('judge.sandbox.namespaces')
 
@@ -166,15 +167,15 @@ def _mount_points() -> list[tuple[str, set[str]]]:
     return result
 
 
-def _remount_readonly_fallback(path: str) -> None:
-    """Bind-remount every mount at or beneath *path* read-only, nosuid, nodev (pre-5.12 kernels)."""
+def _remount_fallback(path: str, readonly: bool = True) -> None:
+    """Bind-remount every mount at or beneath *path* nosuid, nodev and (un)readonly (pre-5.12 kernels)."""
     base = os.path.normpath(path)
     prefix = base.rstrip('/') + '/'
     failed: list[str] = []
     for point, options in _mount_points():
         if point != base and not point.startswith(prefix):
             continue
-        flags = MS_REMOUNT | MS_BIND | MS_RDONLY | MS_NOSUID | MS_NODEV
+        flags = MS_REMOUNT | MS_BIND | MS_NOSUID | MS_NODEV | (MS_RDONLY if readonly else 0)
         for name, flag in _KEEP_FLAGS.items():
             if name in options:
                 flags |= flag
@@ -182,18 +183,15 @@ def _remount_readonly_fallback(path: str) -> None:
             mount(None, point, None, flags)
         except OSError as exc:
             if exc.errno != errno.ENOENT:  # a vanished or over-mounted point is not an error
-                logger.warning('read-only remount of %s failed: %s', point, exc)
+                logger.warning('bind remount of %s failed: %s', point, exc)
                 failed.append(point)
     if failed:
-        raise OSError(errno.EPERM, f'could not remount read-only: {", ".join(failed)}')
+        raise OSError(errno.EPERM, f'could not remount {"read-only" if readonly else "writable"}: {", ".join(failed)}')
 
 
-def remount_readonly_recursive(path: str = '/') -> None:
-    """Make the mount at *path* (a mount point) and every mount beneath it read-only, nosuid, nodev.
-
-    Uses ``mount_setattr(AT_RECURSIVE)`` (Linux >= 5.12), else bind-remounts each mount in turn.
-    """
-    attr = _MountAttr(MOUNT_ATTR_RDONLY | MOUNT_ATTR_NOSUID | MOUNT_ATTR_NODEV, 0, 0, 0)
+def _mount_setattr(path: str, attr_set: int, attr_clr: int) -> int:
+    """mount_setattr(2) with AT_RECURSIVE on *path*; returns 0 or the errno."""
+    attr = _MountAttr(attr_set, attr_clr, 0, 0)
     result = _libc.syscall(
         ctypes.c_long(SYS_MOUNT_SETATTR),
         ctypes.c_int(AT_FDCWD),
@@ -202,13 +200,29 @@ def remount_readonly_recursive(path: str = '/') -> None:
         ctypes.byref(attr),
         ctypes.c_size_t(ctypes.sizeof(attr)),
     )
-    if result == 0:
+    return 0 if result == 0 else ctypes.get_errno()
+
+
+def remount_readonly_recursive(path: str = '/', *, keep_writable: Sequence[str] = ()) -> None:
+    """Make the mount at *path* (a mount point) and every mount beneath it read-only, nosuid, nodev.
+
+    The mount points in *keep_writable* (and the mounts beneath them) are made writable again, e.g. the
+    cgroup hierarchies, so that a child can still join the slot's cgroups.  Uses
+    ``mount_setattr(AT_RECURSIVE)`` (Linux >= 5.12), else bind-remounts each mount in turn.
+    """
+    err = _mount_setattr(path, MOUNT_ATTR_RDONLY | MOUNT_ATTR_NOSUID | MOUNT_ATTR_NODEV, 0)
+    if err == errno.ENOSYS:
+        logger.debug('mount_setattr unavailable; bind-remounting each mount under %s', path)
+        _remount_fallback(path, readonly=True)
+        for point in keep_writable:
+            _remount_fallback(point, readonly=False)
         return
-    err = ctypes.get_errno()
-    if err != errno.ENOSYS:
+    if err:
         raise OSError(err, f'mount_setattr({path!r}): {os.strerror(err)}')
-    logger.debug('mount_setattr unavailable; bind-remounting each mount under %s', path)
-    _remount_readonly_fallback(path)
+    for point in keep_writable:
+        err = _mount_setattr(point, 0, MOUNT_ATTR_RDONLY)
+        if err:
+            raise OSError(err, f'mount_setattr({point!r}, clear RDONLY): {os.strerror(err)}')
 
 
 def mount_tmpfs(

@@ -1,0 +1,67 @@
+"""Fixtures: a session-wide real stack (redis-server + prefork worker + uvicorn gateway)."""
+
+from __future__ import annotations
+
+import os
+import shutil
+from collections.abc import Iterator
+from dataclasses import dataclass
+from pathlib import Path
+
+import pytest
+
+from tests.services import Service, start_gateway, start_redis, start_worker
+
+TIME_LIMIT_S = 4  # rStar2-Agent's MAX_EXECUTION_TIME
+
+
+@dataclass
+class Stack:
+    """The running services and their settings."""
+
+    redis_url: str
+    env: dict[str, str]
+    log_dir: Path
+    redis: Service
+    worker: Service
+    gateway: Service
+    url: str
+
+
+def stack_env(redis_url: str, work_root: Path) -> dict[str, str]:
+    """Environment shared by worker and gateway in tests."""
+    env = dict(os.environ)
+    env.update({
+        'REDIS_URI': redis_url,
+        'MAX_EXECUTION_TIME': str(TIME_LIMIT_S),
+        'MAX_WORKERS': '2',
+        'JUDGE_WORK_ROOT': str(work_root),
+        'JUDGE_CACHE_DIR': str(work_root / 'cache'),
+    })
+    return env
+
+
+@pytest.fixture(scope='session')
+def log_dir(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    return tmp_path_factory.mktemp('services')
+
+
+@pytest.fixture(scope='session')
+def stack(log_dir: Path) -> Iterator[Stack]:
+    if not shutil.which('redis-server'):
+        pytest.fail('redis-server is not installed: run `make test`, which installs it')
+    redis, port = start_redis(log_dir)
+    redis_url = f'redis://127.0.0.1:{port}/0'
+    env = stack_env(redis_url, Path('/tmp') / f'judge-test-{port}')
+    worker = start_worker(env, log_dir)
+    gateway, url = start_gateway(env, log_dir)
+    yield Stack(redis_url, env, log_dir, redis, worker, gateway, url)
+    gateway.stop()
+    worker.stop()
+    redis.stop()
+
+
+@pytest.fixture(scope='session')
+def gateway_url(stack: Stack) -> str:
+    """Base URL of the real gateway, e.g. ``http://127.0.0.1:PORT``."""
+    return stack.url

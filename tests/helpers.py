@@ -1,0 +1,34 @@
+"""Small HTTP helpers for tests (stdlib only, real HTTP)."""
+
+from __future__ import annotations
+
+import json
+import urllib.error
+import urllib.request
+from typing import Any
+
+
+def request(url: str, body: Any = None, *, raw: bytes | None = None, timeout_s: float = 120.0,
+            method: str | None = None, headers: dict[str, str] | None = None) -> tuple[int, Any]:
+    """Send a JSON (or raw) request; return (status, decoded JSON or text)."""
+    data = raw if raw is not None else (json.dumps(body).encode() if body is not None else None)
+    req = urllib.request.Request(url, data=data, method=method or ('POST' if data is not None else 'GET'))
+    req.add_header('content-type', 'application/json')
+    for k, v in (headers or {}).items():
+        req.add_header(k, v)
+    try:
+        with urllib.request.urlopen(req, timeout=timeout_s) as resp:
+            status, payload = resp.status, resp.read()
+    except urllib.error.HTTPError as e:
+        status, payload = e.code, e.read()
+    try:
+        return status, json.loads(payload)
+    except ValueError:
+        return status, payload.decode(errors='replace')
+
+
+def post(base: str, path: str, body: Any, timeout_s: float = 120.0) -> Any:
+    """POST JSON and return the decoded answer, asserting HTTP 200."""
+    status, payload = request(base + path, body, timeout_s=timeout_s)
+    assert status == 200, (status, payload)
+    return payload

@@ -1,0 +1,657 @@
+"""Unit tests of the client toolkit: no redis, no Celery, no real gateway.
+
+The batcher is exercised against a tiny aiohttp.web fake gateway on 127.0.0.1 that can inject
+faults (5xx, 429 + Retry-After, infra results, 413, slow answers); the wrapper program is run with
+the local interpreter in a subprocess.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import dataclasses
+import json
+import random
+import subprocess
+import sys
+import threading
+import time
+from collections.abc import AsyncIterator, Callable
+from contextlib import asynccontextmanager
+from typing import Any
+
+import pytest
+from aiohttp import web
+
+import toolkit
+from toolkit import (
+    BatchPolicy,
+    DeadlineExceeded,
+    JudgeBusy,
+    JudgeUnavailable,
+    ProcessorClosed,
+    RequestProcessor,
+    RequestRejected,
+    Result,
+    RetryPolicy,
+    Submission,
+    SyncJudgeClient,
+    is_retryable,
+)
+from toolkit.client import parse_retry_after
+from toolkit.errors import BadResponse, RequestTimeout
+from toolkit.policy import policy_from_config
+from toolkit.wrapper import format_error_text, format_tool_text, wrap_code
+
+# --- a fake gateway ---------------------------------------------------------------------------------
+
+Action = Callable[[list[dict[str, Any]]], Any]
+
+
+@dataclasses.dataclass
+class FakeGateway:
+    """Answers batch routes by echoing each solution as stdout; ``script`` overrides request by request."""
+
+    url: str = ''
+    script: list[Any] = dataclasses.field(default_factory=list)
+    batches: list[list[dict[str, Any]]] = dataclasses.field(default_factory=list)
+    times: list[float] = dataclasses.field(default_factory=list)
+    delay_s: float = 0.0
+    in_flight: int = 0
+    max_in_flight: int = 0
+    max_items: int | None = None
+
+    @staticmethod
+    def result(sub: dict[str, Any], reason: str = '') -> dict[str, Any]:
+        stdout = sub['solution']
+        expected = sub.get('expected_output')
+        ok = reason == '' and (expected is None or expected.strip() == stdout.strip())
+        return {
+            'sub_id': 'x',
+            'success': ok,
+            'run_success': reason == '',
+            'cost': 0.01,
+            'stdout': stdout if reason == '' else None,
+            'stderr': '' if reason == '' else None,
+            'reason': reason,
+        }
+
+    async def handle(self, request: web.Request) -> web.StreamResponse:
+        body = await request.json()
+        subs = body['submissions']
+        self.batches.append(subs)
+        self.times.append(time.monotonic())
+        self.in_flight += 1
+        self.max_in_flight = max(self.max_in_flight, self.in_flight)
+        try:
+            action = self.script.pop(0) if self.script else 'ok'
+            if self.delay_s:
+                await asyncio.sleep(self.delay_s)
+            if self.max_items is not None and len(subs) > self.max_items:
+                return web.Response(status=413, text='too large')
+            if isinstance(action, tuple) and action[0] == 'status':
+                headers = {'Retry-After': str(action[2])} if len(action) > 2 else {}
+                return web.Response(status=action[1], text='fault', headers=headers)
+            if isinstance(action, tuple) and action[0] == 'sleep':
+                await asyncio.sleep(action[1])
+            if action == 'queue_timeout':
+                return web.json_response({'sub_id': 'b', 'results': [self.result(s, 'queue_timeout') for s in subs]})
+            if action == 'short':
+                return web.json_response({'sub_id': 'b', 'results': []})
+            if callable(action):
+                return web.json_response({'sub_id': 'b', 'results': action(subs)})
+            return web.json_response({'sub_id': 'b', 'results': [self.result(s) for s in subs]})
+        finally:
+            self.in_flight -= 1
+
+
+@asynccontextmanager
+async def fake_gateway(**kwargs: Any) -> AsyncIterator[FakeGateway]:
+    gw = FakeGateway(**kwargs)
+    app = web.Application()
+    for path in ('/run/long-batch', '/judge/long-batch', '/run/batch'):
+        app.router.add_post(path, gw.handle)
+    app.router.add_get('/ping', lambda r: web.json_response('pong'))
+    runner = web.AppRunner(app, access_log=None)
+    await runner.setup()
+    site = web.TCPSite(runner, '127.0.0.1', 0)
+    await site.start()
+    port = runner.addresses[0][1]
+    gw.url = f'http://127.0.0.1:{port}'
+    try:
+        yield gw
+    finally:
+        await runner.cleanup()
+
+
+def fast_policy(**kw: Any) -> BatchPolicy:
+    retry = RetryPolicy(backoff_base_s=0.01, backoff_max_s=0.05, **kw.pop('retry', {}))
+    return BatchPolicy(fill_wait_ms=kw.pop('fill_wait_ms', 2.0), deadline_s=kw.pop('deadline_s', 10.0), retry=retry, **kw)
+
+
+def run(coro: Any) -> Any:
+    return asyncio.run(coro)
+
+
+# --- wrapper program ---------------------------------------------------------------------------------
+
+
+def exec_wrapped(code: str, history: tuple[str, ...] = (), stdin: str | None = None) -> subprocess.CompletedProcess[str]:
+    return subprocess.run(
+        [sys.executable, '-c', wrap_code(code, history)], input=stdin, capture_output=True, text=True, timeout=30
+    )
+
+
+def test_wrapper_prints_last_expression_repr() -> None:
+    p = exec_wrapped("x = 20\n'a' * 2 if x else None")
+    assert (p.returncode, p.stdout, p.stderr) == (0, "'aa'\n", '')
+    p = exec_wrapped('x = 1\nNone')
+    assert (p.returncode, p.stdout) == (0, '')
+
+
+def test_wrapper_error_format_uses_user_line_numbers_and_keeps_stdout() -> None:
+    p = exec_wrapped('print("before")\ny = 2\nprint(undefined_name)')
+    assert p.returncode == 1
+    assert p.stdout == 'before\n'
+    assert p.stderr == "NameError at line 3: name 'undefined_name' is not defined\n  print(undefined_name)\n"
+
+
+def test_wrapper_error_line_is_innermost_user_frame() -> None:
+    p = exec_wrapped('def f(n):\n    return 10 // n\n\nf(0)')
+    assert p.stderr.startswith('ZeroDivisionError at line 2: integer division or modulo by zero\n  return 10 // n')
+
+
+def test_wrapper_syntax_error() -> None:
+    p = exec_wrapped('x = 1\nfor for\n')
+    assert p.returncode == 1
+    assert p.stderr.startswith('SyntaxError at line 2: invalid syntax\n  for for')
+
+
+def test_wrapper_history_replay_is_silent_and_keeps_state() -> None:
+    p = exec_wrapped('print(total + 1)', history=('total = 41\nprint("hidden")', '1/0'))
+    assert (p.returncode, p.stdout, p.stderr) == (0, '42\n', '')
+
+
+def test_wrapper_stdin_exit_code_and_pickle() -> None:
+    assert exec_wrapped('print(input()[::-1])', stdin='abc\n').stdout == 'cba\n'
+    assert exec_wrapped('import sys\nprint("x")\nsys.exit(3)').returncode == 3
+    p = exec_wrapped('import pickle\ndef g(): return 5\npickle.loads(pickle.dumps(g))()')
+    assert (p.returncode, p.stdout) == (0, '5\n')
+
+
+def test_wrapper_program_is_small_and_escapes_code() -> None:
+    code = 'print("""\'quotes\' \\\\ and ünïcode""")'
+    assert len(wrap_code('print(1)')) < 3000
+    assert exec_wrapped(code).stdout == "'quotes' \\ and ünïcode\n"
+
+
+# --- tool text ---------------------------------------------------------------------------------------
+
+
+def make_result(**kw: Any) -> Result:
+    base: dict[str, Any] = {'sub_id': 's', 'success': True, 'run_success': True, 'cost': 0.0, 'reason': ''}
+    return Result(**(base | kw))
+
+
+def test_tool_text_success_matches_rstar() -> None:
+    text = format_tool_text(make_result(stdout='45\n', stderr='', cost=0.0123))
+    assert text == 'Tool call success\nstdout: 45\n\nexecution time: 0.01s'
+
+
+def test_tool_text_failure_matches_rstar() -> None:
+    err = "NameError at line 1: name 'undefined_name' is not defined\n  print(undefined_name)\n"
+    res = make_result(success=False, run_success=False, stdout='', stderr=err, cost=0.06)
+    assert format_tool_text(res) == f'Tool call failure\nreason: \nstderr: {err}\nexecution time: 0.06s'
+    res = make_result(success=False, run_success=False, reason='worker_timeout', stdout='Suicide from timeout.', cost=4)
+    assert format_tool_text(res).splitlines() == [
+        'Tool call failure',
+        'reason: worker_timeout',
+        'stdout: Suicide from timeout.',
+        'execution time: 4.00s',
+    ]
+
+
+def test_error_text_for_missing_results() -> None:
+    assert format_error_text(DeadlineExceeded('late')) == 'Tool call failure\nreason: queue_timeout\nexecution time: 0.00s'
+    assert 'reason: internal_error' in format_error_text(JudgeUnavailable('down'))
+
+
+# --- classification, backoff, parsing ----------------------------------------------------------------
+
+
+@pytest.mark.parametrize(
+    ('outcome', 'retry'),
+    [
+        (make_result(reason='queue_timeout', success=False, run_success=False), True),
+        (make_result(reason='internal_error', success=False, run_success=False), True),
+        (make_result(reason='worker_timeout', success=False, run_success=False), False),
+        (make_result(reason='', success=False, run_success=True), False),
+        (JudgeUnavailable('x'), True),
+        (JudgeBusy('x', status=429, retry_after_s=1), True),
+        (RequestTimeout('x'), True),
+        (BadResponse('x'), True),
+        (RequestRejected('x', status=422), False),
+        (DeadlineExceeded('x'), False),
+        (ProcessorClosed('x'), False),
+        (ValueError('x'), False),
+    ],
+)
+def test_retry_classification(outcome: Any, retry: bool) -> None:
+    assert is_retryable(outcome) is retry
+
+
+def test_backoff_is_jittered_exponential_and_capped() -> None:
+    policy = RetryPolicy(backoff_base_s=0.1, backoff_max_s=1.0)
+    rng = random.Random(7)
+    for attempt, cap in [(1, 0.1), (2, 0.2), (3, 0.4), (4, 0.8), (5, 1.0), (9, 1.0)]:
+        delays = [policy.backoff_s(attempt, rng) for _ in range(50)]
+        assert all(cap / 2 <= d <= cap for d in delays)
+        assert len({round(d, 6) for d in delays}) > 10  # jittered, not constant
+    with pytest.raises(ValueError):
+        RetryPolicy(max_attempts=0)
+
+
+def test_parse_retry_after() -> None:
+    assert parse_retry_after('3') == 3.0
+    assert parse_retry_after(' 0.5 ') == 0.5
+    assert parse_retry_after(None) is None and parse_retry_after('soon') is None
+    assert parse_retry_after('Wed, 21 Oct 2015 07:28:10 GMT', now_s=1445412480.0) == pytest.approx(10.0)
+
+
+def test_result_from_json_validates() -> None:
+    res = Result.from_json({'sub_id': 'a', 'success': True, 'run_success': True, 'cost': 1, 'stdout': 'x'})
+    assert (res.ok, res.infra, res.cost, res.stdout, res.stderr) == (True, False, 1.0, 'x', None)
+    for bad in ([], {'success': True}, {'success': 1, 'run_success': True, 'cost': 0}):
+        with pytest.raises(BadResponse):
+            Result.from_json(bad)
+
+
+def test_policy_from_rstar_config() -> None:
+    base_url, policy = policy_from_config(
+        {
+            'type': 'native',
+            'host_addr': 'judge.local',
+            'host_port': '8088',
+            'request_processor_batch_size': 32,
+            'request_processor_concurrency': 8,
+            'request_processor_batch_timeout_seconds': 30,
+        }
+    )
+    assert base_url == 'http://judge.local:8088'
+    assert (policy.max_batch_size, policy.max_batches_in_flight, policy.fill_wait_ms) == (32, 8, 5.0)
+    assert policy_from_config({'base_url': 'http://x:1', 'fill_wait_ms': 50})[1].fill_wait_ms == 50
+
+
+def test_import_toolkit_is_light() -> None:
+    code = (
+        'import sys, toolkit, toolkit.rlinf, toolkit.reward, toolkit.bench\n'
+        'heavy = [m for m in ("judge", "api", "torch", "verl", "rlinf", "ray") if m in sys.modules]\n'
+        'print(heavy)'
+    )
+    out = subprocess.run([sys.executable, '-c', code], capture_output=True, text=True, timeout=60, check=True)
+    assert out.stdout.strip() == '[]'
+
+
+# --- batcher -----------------------------------------------------------------------------------------
+
+
+def test_batches_fill_up_and_answers_match_callers() -> None:
+    async def main() -> None:
+        async with fake_gateway() as gw, RequestProcessor(gw.url, fast_policy(max_batch_size=32)) as proc:
+            results = await asyncio.gather(*(proc.submit(Submission(f'code-{i}')) for i in range(100)))
+            assert [r.stdout for r in results] == [f'code-{i}' for i in range(100)]
+            assert sorted(len(b) for b in gw.batches) == [4, 32, 32, 32]
+            assert all(r.attempts == 1 and r.batch_size in (4, 32) for r in results)
+            stats = proc.stats()
+            assert (stats['submitted'], stats['answered'], stats['batches'], stats['retries']) == (100, 100, 4, 0)
+
+    run(main())
+
+
+def test_fill_wait_groups_items_arriving_close_together() -> None:
+    async def trickle(fill_wait_ms: float) -> list[int]:
+        async with fake_gateway() as gw, RequestProcessor(gw.url, fast_policy(fill_wait_ms=fill_wait_ms)) as proc:
+
+            async def later(i: int) -> Result:
+                await asyncio.sleep(0.02 * i)
+                return await proc.submit(Submission(str(i)))
+
+            await asyncio.gather(*(later(i) for i in range(3)))
+            return [len(b) for b in gw.batches]
+
+    assert run(trickle(300.0)) == [3]
+    assert run(trickle(0.0)) == [1, 1, 1]
+
+
+def test_batches_in_flight_are_capped() -> None:
+    async def main() -> None:
+        policy = fast_policy(max_batch_size=2, max_batches_in_flight=3)
+        async with fake_gateway(delay_s=0.1) as gw, RequestProcessor(gw.url, policy) as proc:
+            results = await proc.submit_many([Submission(str(i)) for i in range(20)])
+            assert all(isinstance(r, Result) and r.ok for r in results)
+            assert gw.max_in_flight == 3
+            assert len(gw.batches) == 10
+
+    run(main())
+
+
+def test_no_pause_after_successful_batch() -> None:
+    async def main() -> float:
+        async with fake_gateway() as gw, RequestProcessor(gw.url, fast_policy(fill_wait_ms=0)) as proc:
+            start = time.monotonic()
+            for i in range(20):
+                assert (await proc.submit(Submission(str(i)))).ok
+            return time.monotonic() - start
+
+    assert run(main()) < 2.0  # rStar's client would need >= 20 x 0.5 s
+
+
+def test_only_infra_failures_are_retried() -> None:
+    def mixed(subs: list[dict[str, Any]]) -> list[dict[str, Any]]:
+        reasons = {'infra': 'queue_timeout', 'slow': 'worker_timeout'}
+        return [FakeGateway.result(s, reasons.get(s['solution'], '')) for s in subs]
+
+    async def main() -> None:
+        async with fake_gateway(script=[mixed]) as gw, RequestProcessor(gw.url, fast_policy()) as proc:
+            infra, slow, fine = await asyncio.gather(*(proc.submit(Submission(c)) for c in ('infra', 'slow', 'fine')))
+            assert (infra.ok, infra.attempts) == (True, 2)
+            assert (slow.reason, slow.attempts) == ('worker_timeout', 1)
+            assert (fine.ok, fine.attempts) == (True, 1)
+            assert [[s['solution'] for s in b] for b in gw.batches] == [['infra', 'slow', 'fine'], ['infra']]
+
+    run(main())
+
+
+def test_5xx_and_429_are_retried_honouring_retry_after() -> None:
+    async def main() -> None:
+        script = [('status', 503), ('status', 429, 0.3)]
+        async with fake_gateway(script=script) as gw, RequestProcessor(gw.url, fast_policy()) as proc:
+            res = await proc.submit(Submission('x'))
+            assert (res.ok, res.attempts) == (True, 3)
+            assert gw.times[2] - gw.times[1] >= 0.28
+            assert proc.stats()['batch_errors'] == 2
+
+    run(main())
+
+
+def test_rejected_requests_are_not_retried() -> None:
+    async def main() -> None:
+        async with fake_gateway(script=[('status', 422)]) as gw, RequestProcessor(gw.url, fast_policy()) as proc:
+            with pytest.raises(RequestRejected) as info:
+                await proc.submit(Submission('x'))
+            assert (info.value.status, info.value.attempts, len(gw.batches)) == (422, 1, 1)
+
+    run(main())
+
+
+def test_too_large_batches_are_split() -> None:
+    async def main() -> None:
+        async with fake_gateway(max_items=4) as gw, RequestProcessor(gw.url, fast_policy(max_batch_size=16)) as proc:
+            results = await asyncio.gather(*(proc.submit(Submission(str(i))) for i in range(16)))
+            assert [r.stdout for r in results] == [str(i) for i in range(16)]
+            assert proc.stats()['batch_splits'] == 3 and max(len(b) for b in gw.batches) == 16
+
+    run(main())
+
+
+def test_retries_give_up_with_last_infra_result() -> None:
+    async def main() -> None:
+        script = ['queue_timeout'] * 10
+        async with fake_gateway(script=script) as gw, RequestProcessor(gw.url, fast_policy()) as proc:
+            res = await proc.submit(Submission('x'))
+            assert (res.reason, res.infra, res.attempts, len(gw.batches)) == ('queue_timeout', True, 4, 4)
+
+    run(main())
+
+
+def test_retry_budget_limits_retry_storms() -> None:
+    async def main() -> None:
+        policy = fast_policy(max_batch_size=1, retry={'budget_ratio': 0.0, 'budget_min_tokens': 2})
+        async with fake_gateway(script=[('status', 500)] * 100) as gw, RequestProcessor(gw.url, policy) as proc:
+            outs = await proc.submit_many([Submission(str(i)) for i in range(10)])
+            assert all(isinstance(o, JudgeUnavailable) for o in outs)
+            stats = proc.stats()
+            assert (stats['retries'], len(gw.batches)) == (2, 12)
+            assert stats['retries_denied'] == 8
+
+    run(main())
+
+
+def test_deadline_always_answers() -> None:
+    async def main() -> None:
+        async with fake_gateway(delay_s=5.0) as gw, RequestProcessor(gw.url, fast_policy()) as proc:
+            start = time.monotonic()
+            with pytest.raises(DeadlineExceeded):
+                await proc.submit(Submission('x'), deadline_s=0.3)
+            assert 0.25 < time.monotonic() - start < 1.5
+            assert proc.stats()['deadline_exceeded'] == 1
+
+    run(main())
+
+
+def test_unreachable_gateway_gives_clear_error_before_deadline() -> None:
+    async def main() -> None:
+        async with fake_gateway() as gw:
+            url = gw.url  # the port is closed once the server stops
+        async with RequestProcessor(url, fast_policy()) as proc:
+            start = time.monotonic()
+            with pytest.raises(JudgeUnavailable) as info:
+                await proc.submit(Submission('x'), deadline_s=5.0)
+            assert info.value.attempts == 4 and time.monotonic() - start < 3.0
+
+    run(main())
+
+
+def test_bad_response_length_is_an_error_not_a_hang() -> None:
+    async def main() -> None:
+        policy = fast_policy(retry={'max_attempts': 1})
+        async with fake_gateway(script=['short']) as gw, RequestProcessor(gw.url, policy) as proc:
+            outs = await proc.submit_many([Submission('a'), Submission('b')])
+            assert all(isinstance(o, BadResponse) for o in outs)
+
+    run(main())
+
+
+def test_close_drains_then_fails_leftovers() -> None:
+    async def main() -> None:
+        async with fake_gateway(delay_s=0.1) as gw:
+            proc = RequestProcessor(gw.url, fast_policy())
+            task = asyncio.ensure_future(proc.submit(Submission('a')))
+            await asyncio.sleep(0.01)
+            await proc.close(drain_timeout_s=2.0)
+            assert (await task).ok
+            with pytest.raises(ProcessorClosed):
+                await proc.submit(Submission('b'))
+        async with fake_gateway(delay_s=5.0) as gw:
+            proc = RequestProcessor(gw.url, fast_policy())
+            task = asyncio.ensure_future(proc.submit(Submission('a')))
+            await asyncio.sleep(0.05)
+            await proc.close(drain_timeout_s=0.1)
+            with pytest.raises(ProcessorClosed):
+                await task
+
+    run(main())
+
+
+def test_cancelled_caller_is_removed_from_queue() -> None:
+    async def main() -> None:
+        policy = fast_policy(max_batch_size=1, max_batches_in_flight=1)
+        async with fake_gateway(delay_s=0.2) as gw, RequestProcessor(gw.url, policy) as proc:
+            first = asyncio.ensure_future(proc.submit(Submission('first')))
+            second = asyncio.ensure_future(proc.submit(Submission('second')))
+            await asyncio.sleep(0.05)
+            second.cancel()
+            assert (await first).ok
+            await asyncio.sleep(0.3)
+            assert [[s['solution'] for s in b] for b in gw.batches] == [['first']]
+            assert proc.stats()['cancelled'] == 1 and proc.stats()['pending'] == 0
+
+    run(main())
+
+
+def test_get_shared_is_per_loop_url_and_policy() -> None:
+    async def main() -> tuple[RequestProcessor, RequestProcessor]:
+        a = toolkit.get_shared('http://127.0.0.1:9')
+        assert toolkit.get_shared('http://127.0.0.1:9/') is a
+        assert toolkit.get_shared('http://127.0.0.1:9', BatchPolicy(max_batch_size=3)) is not a
+        await toolkit.close_shared()
+        b = toolkit.get_shared('http://127.0.0.1:9')
+        assert b is not a and a.closed
+        await toolkit.close_shared()
+        return a, b
+
+    a1, _ = run(main())
+    a2, _ = run(main())
+    assert a1 is not a2  # a new event loop gets its own processor
+
+
+# --- tools, sync client, reward, rlinf ------------------------------------------------------------------
+
+
+def test_python_tool_shapes_and_metrics() -> None:
+    async def main() -> None:
+        async with fake_gateway() as gw:
+            tool = toolkit.PythonTool({'base_url': gw.url, 'fill_wait_ms': 1})
+            assert tool.name == 'python_code_with_standard_io'
+            iid, resp = await tool.create()
+            assert resp.text is None
+            resp, reward, metrics = await tool.execute(iid, {'code': 'print(1)', 'input': '7'})
+            assert resp.text.startswith('Tool call success\nstdout: ') and reward == 0.0
+            assert metrics['infra_error'] is False and metrics['attempts'] == 1
+            assert gw.batches[0][0]['input'] == '7' and "'print(1)'" in gw.batches[0][0]['solution']
+            resp, _, metrics = await tool.execute(iid, {'input': ''})
+            assert metrics['invalid_call'] and 'invalid_input' in resp.text
+            assert await tool.calc_reward(iid) == 0.0
+            await tool.release(iid)
+            await toolkit.close_shared()
+
+    run(main())
+
+
+def test_python_tool_flags_infra_errors() -> None:
+    async def main() -> None:
+        async with fake_gateway(script=['queue_timeout'] * 20) as gw:
+            tool = toolkit.PythonTool({'base_url': gw.url, 'max_attempts': 2})
+            iid, _ = await tool.create()
+            resp, _, metrics = await tool.execute(iid, {'code': 'x', 'input': ''})
+            assert resp.text.startswith('Tool call failure\nreason: queue_timeout')
+            assert metrics['infra_error'] is True and metrics['attempts'] == 2
+        tool = toolkit.PythonTool({'base_url': gw.url, 'max_attempts': 1})
+        resp, _, metrics = await tool.execute('i', {'code': 'x', 'input': ''})
+        assert metrics['infra_error'] is True and 'error' in metrics
+        await toolkit.close_shared()
+
+    run(main())
+
+
+def test_jupyter_tool_replays_history() -> None:
+    async def main() -> None:
+        async with fake_gateway() as gw:
+            tool = toolkit.JupyterTool({'base_url': gw.url})
+            assert tool.name == 'jupyter_code'
+            calls = [{'name': 'jupyter_code', 'arguments': json.dumps({'code': 'a = 1'})}, {'name': 'other'}]
+            iid, _ = await tool.create(history_tool_calls=calls)
+            await tool.execute(iid, {'code': 'b = a + 1'})
+            await tool.execute(iid, {'code': 'print(b)'})
+            last = gw.batches[-1][0]['solution']
+            assert "['a = 1', 'b = a + 1']" in last and "'print(b)'" in last
+
+            class AgentData:
+                request_id = 'traj-1'
+
+            for code in ('x = 5', 'x * 2'):
+                other, _ = await tool.create()
+                await tool.execute(other, {'code': code}, agent_data=AgentData())
+                await tool.release(other)
+            assert "['x = 5']" in gw.batches[-1][0]['solution']
+            await toolkit.close_shared()
+
+    run(main())
+
+
+def test_sync_client_is_thread_safe() -> None:
+    ready = threading.Event()
+    box: dict[str, Any] = {}
+
+    def serve() -> None:
+        async def main() -> None:
+            async with fake_gateway() as gw:
+                box['url'] = gw.url
+                ready.set()
+                while 'stop' not in box:
+                    await asyncio.sleep(0.02)
+
+        asyncio.run(main())
+
+    server = threading.Thread(target=serve, daemon=True)
+    server.start()
+    assert ready.wait(10)
+    try:
+        with SyncJudgeClient(box['url'], fast_policy()) as client:
+            outs: dict[int, Result] = {}
+
+            def worker(i: int) -> None:
+                outs[i] = client.run(f'print({i})')
+
+            threads = [threading.Thread(target=worker, args=(i,)) for i in range(16)]
+            for t in threads:
+                t.start()
+            for t in threads:
+                t.join(20)
+            assert [outs[i].stdout for i in range(16)] == [f'print({i})' for i in range(16)]
+            assert client.judge('42', expected_output='42\n').success
+            assert client.ping()
+            assert client.stats()['/run/long-batch']['answered'] == 16
+        with pytest.raises(ProcessorClosed):
+            client.run('x')
+        client.close()  # idempotent
+    finally:
+        box['stop'] = True
+        server.join(5)
+
+
+def test_reward_pass_rates() -> None:
+    from toolkit.reward import PassRate, TestCase, pass_rates
+
+    async def main() -> None:
+        async with fake_gateway() as gw:
+            pairs = [('A', [TestCase(None, 'A'), TestCase('in', 'B')]), ('B', [(None, 'B')]), ('C', [])]
+            rates = await pass_rates(pairs, base_url=gw.url)
+            assert rates == [PassRate(1, 2), PassRate(1, 1), PassRate(0, 0)]
+            assert [r.rate for r in rates] == [0.5, 1.0, 0.0]
+            assert all(len(b) == 3 for b in gw.batches) and len(gw.batches) == 1
+        async with fake_gateway(script=['queue_timeout'] * 20) as gw:
+            proc = RequestProcessor(gw.url, fast_policy(route='/judge/long-batch', retry={'max_attempts': 1}))
+            [rate] = await pass_rates([('A', [(None, 'A')])], processor=proc)
+            assert (rate.rate, rate.reliable) == (0.0, False)
+            await proc.close()
+
+    run(main())
+
+
+def test_rlinf_handler_always_replies() -> None:
+    from toolkit.rlinf import JudgeToolHandler, ToolChannelRequest
+
+    async def main() -> None:
+        async with fake_gateway() as gw:
+            handler = JudgeToolHandler(gw.url, fast_policy(deadline_s=0.5))
+            start = ToolChannelRequest(session_id='s1', request_type='session_start')
+            assert (await handler.handle(start)).success
+            req = ToolChannelRequest('s1', 'execute', 'jupyter_code', {'code': 'v = 3'})
+            reply = await handler.handle(req)
+            assert reply.success and reply.result.startswith('Tool call success') and not reply.meta_info['infra_error']
+            req = ToolChannelRequest('s1', 'execute', 'jupyter_code', {'code': 'v'})
+            await handler.handle(req)
+            assert "['v = 3']" in gw.batches[-1][0]['solution']
+            bad = await handler.handle(ToolChannelRequest('s1', 'execute', 'nope', {'code': 'x'}))
+            assert not bad.success and not bad.meta_info['infra_error']
+            inbox: asyncio.Queue[Any] = asyncio.Queue()
+            outbox: asyncio.Queue[Any] = asyncio.Queue()
+            server = asyncio.ensure_future(handler.serve(inbox, outbox))
+            gw.delay_s = 3.0
+            await inbox.put(ToolChannelRequest('s2', 'execute', 'python_code_with_standard_io', {'code': 'x'}))
+            key, reply = await asyncio.wait_for(outbox.get(), 3.0)
+            assert key == 's2' and not reply.success and reply.meta_info['infra_error']
+            server.cancel()
+            await toolkit.close_shared(drain_timeout_s=0)
+
+    run(main())
