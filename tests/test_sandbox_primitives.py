@@ -8,6 +8,7 @@ a non-root uid.  No test ever calls kill(-1).
 
 from __future__ import annotations
 
+import contextlib
 import ctypes
 import errno
 import json
@@ -106,6 +107,37 @@ class Child:
 
     def __exit__(self, *exc: object) -> None:
         self.close()
+
+
+@contextlib.contextmanager
+def adopting_orphans() -> Iterator[set[int]]:
+    """Be the child subreaper for the block, then kill and reap the pids the block adds to the set.
+
+    Grandchildren re-parent to this process when their parent dies, so they get reaped here rather than
+    by init; only pids that are (by then) our own children are signalled.
+    """
+    pids: set[int] = set()
+    namespaces.set_child_subreaper(True)
+    try:
+        yield pids
+    finally:
+        namespaces.set_child_subreaper(False)
+        deadline = time.monotonic() + 5.0
+        for pid in sorted(pids):
+            if pid <= 0:
+                continue
+            try:
+                if int(Path(f'/proc/{pid}/stat').read_text().rsplit(')', 1)[1].split()[1]) == os.getpid():
+                    os.kill(pid, signal.SIGKILL)
+            except (OSError, IndexError, ValueError):
+                pass
+            while time.monotonic() < deadline:
+                try:
+                    if os.waitpid(pid, os.WNOHANG)[0] == pid:
+                        break
+                except ChildProcessError:
+                    break
+                time.sleep(0.005)
 
 
 def run_in_child(fn: Callable[[Send], None]) -> tuple[dict[str, Any] | None, int]:
@@ -478,10 +510,11 @@ def test_join_then_kill_all_empties_the_group(slot: cgroups.SlotCgroup) -> None:
         send({'pid': os.getpid()})
         time.sleep(20)
 
-    with Child(body) as child:
+    with adopting_orphans() as orphans, Child(body) as child:
         msg = child.recv()
         assert msg is not None
         members = slot.procs()
+        orphans.update(set(members) - {child.pid})
         assert child.pid in members and len(members) == 4
         start = time.monotonic()
         slot.kill_all(timeout_s=2.0)
@@ -534,9 +567,10 @@ def test_fork_bomb_is_capped_by_pids_max(slot: cgroups.SlotCgroup) -> None:
         send({'started': started, 'refused': refused, 'uid': os.getuid()})
         time.sleep(20)
 
-    with Child(body) as child:
+    with adopting_orphans() as orphans, Child(body) as child:
         msg = child.recv()
         assert msg is not None
+        orphans.update(set(slot.procs()) - {child.pid})
         assert msg['uid'] == UNPRIVILEGED_UID
         assert msg['started'] == 15  # pids.max 16 includes the bomb itself
         assert msg['refused'] == 85

@@ -69,6 +69,14 @@ class Jail:
 
     def _prepare_work_base(self) -> None:
         os.makedirs(self.work_root, mode=0o711, exist_ok=True)
+        if self.uid is not None:
+            path = os.path.realpath(self.work_root)
+            while True:
+                if not os.stat(path).st_mode & 0o001:
+                    raise JailError(f'work root {self.work_root!r}: {path!r} is not searchable by the slot uids')
+                if path == '/':
+                    break
+                path = os.path.dirname(path)
         if os.path.lexists(self.work_base):
             import shutil
 

@@ -64,6 +64,29 @@ def _flush() -> int:
     return status
 
 
+def _frames_below() -> int:
+    depth, frame = 0, sys._getframe(1)
+    while frame is not None:
+        depth += 1
+        frame = frame.f_back  # type: ignore[assignment]
+    return depth
+
+
+def _hide_frames(extra: int) -> None:
+    """Give user code the recursion budget of a fresh interpreter despite our frames below it."""
+    get_limit, set_limit = sys.getrecursionlimit, sys.setrecursionlimit
+
+    def getrecursionlimit() -> int:
+        return get_limit() - extra
+
+    def setrecursionlimit(limit: int, /) -> None:
+        set_limit(limit + extra)
+
+    getrecursionlimit.__doc__, setrecursionlimit.__doc__ = get_limit.__doc__, set_limit.__doc__
+    sys.getrecursionlimit, sys.setrecursionlimit = getrecursionlimit, setrecursionlimit  # type: ignore[assignment]
+    set_limit(1000 + extra)
+
+
 def run_python(source: str | None, filename: str, env: dict[str, str]) -> NoReturn:
     """Execute ``source`` as the ``__main__`` module and exit with Python's exit status."""
     os.environ.clear()
@@ -71,7 +94,7 @@ def run_python(source: str | None, filename: str, env: dict[str, str]) -> NoRetu
     sys.argv = [filename]
     here = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
     sys.path[:] = [os.getcwd(), *(p for p in sys.path if p and p != here)]
-    sys.setrecursionlimit(1000)
+    _hide_frames(_frames_below() + 1)
     _fresh_streams()
     main = types.ModuleType('__main__')
     main.__file__ = os.path.join(os.getcwd(), filename)

@@ -1,0 +1,135 @@
+"""The slot server and its executions, without Celery: limits, kill policy, warm vs fresh Python."""
+
+from __future__ import annotations
+
+import os
+import re
+import subprocess
+import time
+from collections.abc import Iterator
+
+import pytest
+
+from judge.sandbox.client import ExecRequest, SandboxError, SlotClient, SlotConfig
+from judge.sandbox.limits import Limits
+from judge.settings import Settings
+
+PYTHON = Settings().python_executor_path
+
+
+@pytest.fixture(scope='module')
+def slot() -> Iterator[SlotClient]:
+    client = SlotClient(SlotConfig(slot=900, python=PYTHON, work_root=f'/tmp/judge-test-sandbox-{os.getpid()}',
+                                   allow_unsafe=os.getuid() != 0))
+    client.ensure_started()
+    yield client
+    client.close()
+
+
+def run_py(slot: SlotClient, source: str, mode: str, stdin: bytes = b'', **limits: float) -> tuple[int | None, str, str]:
+    lim = Limits(**{'time_s': 3.0, **limits})  # type: ignore[arg-type]
+    if mode == 'warm':
+        req = ExecRequest(limits=lim, python_source=source, stdin=stdin)
+    else:
+        req = ExecRequest(limits=lim, argv=[PYTHON, '-I', 'source.py'], files={'source.py': source}, stdin=stdin)
+    r = slot.run(req)
+    norm = re.compile(r'/[^"\s]*/w\d+/')
+    return r.exit_code, norm.sub('<wd>/', r.stdout.decode(errors='replace')), norm.sub('<wd>/', r.stderr.decode(errors='replace'))
+
+
+CORPUS: dict[str, tuple[str, bytes]] = {
+    'hello': ('print("hello")', b''),
+    'main_guard': ('if __name__ == "__main__":\n    print("main")\nelse:\n    print(__name__)', b''),
+    'argv_and_file': ('import sys, os\nprint(sys.argv, os.path.basename(__file__))', b''),
+    'stdin_lines': ('import sys\nprint(sum(int(x) for x in sys.stdin.read().split()))', b'1 2 3\n4\n'),
+    'input_eof': ('print(input())\nprint(input())', b'only one line\n'),
+    'exception_traceback': ('def f():\n    return 1/0\n\nprint("before")\nf()', b''),
+    'syntax_error': ('x = (1,\nprint(x)', b''),
+    'sys_exit_int': ('import sys\nprint("a")\nsys.exit(3)', b''),
+    'sys_exit_str': ('import sys\nsys.exit("bye")', b''),
+    'sys_exit_none': ('raise SystemExit', b''),
+    'recursion_limit': ('import sys\nprint(sys.getrecursionlimit())\ndef r(n): return r(n+1)\nr(0)', b''),
+    'atexit_runs': ('import atexit\natexit.register(lambda: print("at exit"))\nprint("body")', b''),
+    'thread_joined': ('import threading, time\nt = threading.Thread(target=lambda: (time.sleep(0.1), print("t")))\n'
+                      't.start()\nprint("main")', b''),
+    'stderr_and_stdout': ('import sys\nprint("out")\nprint("err", file=sys.stderr)\nprint("out2")', b''),
+    'unicode': ('print("héllo ☃")\nprint(input())', 'ünï\n'.encode()),
+    'env_is_clean': ('import os\nprint(sorted(k for k in os.environ if "REDIS" in k or "MAX_" in k))', b''),
+    'exit_in_finally': ('try:\n    raise ValueError("x")\nfinally:\n    print("cleanup")', b''),
+    'keyerror_message': ('d = {}\nd["missing"]', b''),
+}
+
+
+@pytest.mark.parametrize('name', sorted(CORPUS))
+def test_warm_and_fresh_python_agree(slot: SlotClient, name: str) -> None:
+    source, stdin = CORPUS[name]
+    warm = run_py(slot, source, 'warm', stdin)
+    fresh = run_py(slot, source, 'fresh', stdin)
+    assert warm == fresh
+
+
+def test_corpus_expectations(slot: SlotClient) -> None:
+    assert run_py(slot, CORPUS['exception_traceback'][0], 'warm', CORPUS['exception_traceback'][1])[0] == 1
+    code, out, err = run_py(slot, CORPUS['exception_traceback'][0], 'warm', CORPUS['exception_traceback'][1])
+    assert out == 'before\n'
+    assert 'line 2, in f' in err and '<wd>/source.py' in err and 'ZeroDivisionError' in err
+    assert run_py(slot, CORPUS['sys_exit_int'][0], 'warm', CORPUS['sys_exit_int'][1])[:2] == (3, 'a\n')
+    assert run_py(slot, CORPUS['input_eof'][0], 'warm', CORPUS['input_eof'][1])[0] == 1
+    assert run_py(slot, CORPUS['env_is_clean'][0], 'warm', CORPUS['env_is_clean'][1])[1] == '[]\n'
+    assert run_py(slot, CORPUS['thread_joined'][0], 'warm', CORPUS['thread_joined'][1])[1] == 'main\nt\n'
+
+
+@pytest.mark.parametrize('mode', ['warm', 'fresh'])
+def test_wall_limit_kills_everything(slot: SlotClient, mode: str) -> None:
+    tag = f'{2000 + os.getpid() % 1000}.25'
+    src = (f'import subprocess, time\nsubprocess.Popen(["sleep", "{tag}"], start_new_session=True)\n'
+           f'subprocess.Popen(["sleep", "{tag}"])\ntime.sleep(60)')
+    start = time.monotonic()
+    r = slot.run(ExecRequest(limits=Limits(time_s=1.0), python_source=src) if mode == 'warm' else
+                 ExecRequest(limits=Limits(time_s=1.0), argv=[PYTHON, '-I', 'source.py'], files={'source.py': src}))
+    assert r.timed_out and r.exit_code == -9
+    assert time.monotonic() - start < 3
+    if os.getuid() == 0:  # the uid sweep also gets setsid daemons; without root only the group dies
+        assert subprocess.run(['pgrep', '-f', f'sleep {tag}'], capture_output=True).stdout == b''
+
+
+def test_output_is_bounded_while_reading(slot: SlotClient) -> None:
+    src = 'import sys\nwhile True: sys.stdout.write("x" * 65536)'
+    r = slot.run(ExecRequest(limits=Limits(time_s=5, output_bytes=2_000_000, capture_bytes=1000), python_source=src))
+    assert r.output_exceeded and not r.timed_out
+    assert len(r.stdout) == 1000
+    assert 2_000_000 < r.stdout_bytes < 3_000_000
+
+
+def test_non_utf8_output_survives(slot: SlotClient) -> None:
+    r = slot.run(ExecRequest(limits=Limits(), python_source='import sys\nsys.stdout.buffer.write(b"\\xff\\x00ok")'))
+    assert r.stdout == b'\xff\x00ok' and r.exit_code == 0
+
+
+def test_stdin_larger_than_a_pipe_buffer(slot: SlotClient) -> None:
+    data = b'7\n' * 500_000
+    r = slot.run(ExecRequest(limits=Limits(), python_source='import sys\nprint(len(sys.stdin.buffer.read()))',
+                             stdin=data))
+    assert r.stdout == b'1000000\n'
+
+
+def test_runs_as_unprivileged_slot_uid(slot: SlotClient) -> None:
+    r = slot.run(ExecRequest(limits=Limits(), python_source='import os\nprint(os.getuid(), os.getgid(), os.getgroups())'))
+    if os.getuid() == 0:
+        uid = slot.detail['uid']
+        assert r.stdout.decode().split(maxsplit=2) == [str(uid), str(uid), '[]\n']
+
+
+def test_rlimits_cannot_be_raised(slot: SlotClient) -> None:
+    src = ('import resource\nsoft, hard = resource.getrlimit(resource.RLIMIT_AS)\n'
+           'try:\n    resource.setrlimit(resource.RLIMIT_AS, (hard * 2, hard * 2))\n    print("raised")\n'
+           'except ValueError:\n    print("refused")')
+    r = slot.run(ExecRequest(limits=Limits(), python_source=src))
+    assert r.stdout == b'refused\n'
+
+
+def test_bad_file_names_are_refused(slot: SlotClient) -> None:
+    with pytest.raises(SandboxError, match='bad file name'):
+        slot.run(ExecRequest(limits=Limits(), argv=['/bin/true'], files={'../escape': 'x'}))
+    # the slot keeps working afterwards
+    assert slot.run(ExecRequest(limits=Limits(), python_source='print(1)')).stdout == b'1\n'
