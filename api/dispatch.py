@@ -94,8 +94,9 @@ class Dispatcher:
         self.app = celery_app
         self.redis = redis_client
 
-    def _publish(self, payloads: list[dict[str, Any]], route: Route, reply_to: str, batch_id: str,
-                 expires_at: float) -> None:
+    def _publish(
+        self, payloads: list[dict[str, Any]], route: Route, reply_to: str, batch_id: str, expires_at: float
+    ) -> None:
         with self.app.producer_or_acquire() as producer:
             for start in range(0, len(payloads), _PUBLISH_SLICE):
                 with producer.batch(max_size=_PUBLISH_SLICE):
@@ -140,7 +141,9 @@ class Dispatcher:
             logger.exception('batch=%s: waiting for results failed', batch_id)
             for i, p in enumerate(payloads):
                 if results[i] is None:
-                    results[i] = internal_error(p['sub_id'], f'lost contact with the queue: {type(exc).__name__}: {exc}')
+                    results[i] = internal_error(
+                        p['sub_id'], f'lost contact with the queue: {type(exc).__name__}: {exc}'
+                    )
         finally:
             try:
                 await self.redis.delete(reply_to)
@@ -149,9 +152,16 @@ class Dispatcher:
         waited = loop.time() - started
         missing = sum(r is None for r in results)
         if missing:
-            logger.warning('batch=%s: %d of %d submissions missed the %.0fs deadline', batch_id, missing,
-                           len(results), route.wait_s)
-        return [r if r is not None else queue_timeout(p['sub_id'], waited) for r, p in zip(results, payloads, strict=True)]
+            logger.warning(
+                'batch=%s: %d of %d submissions missed the %.0fs deadline',
+                batch_id,
+                missing,
+                len(results),
+                route.wait_s,
+            )
+        return [
+            r if r is not None else queue_timeout(p['sub_id'], waited) for r, p in zip(results, payloads, strict=True)
+        ]
 
     async def _collect(
         self,
@@ -174,7 +184,7 @@ class Dispatcher:
                 continue
             raw = [item[1]]
             if missing > 1:
-                more = await self.redis.lpop(reply_to, missing - 1)
+                more: Any = await self.redis.lpop(reply_to, missing - 1)
                 if more:
                     raw.extend(more)
             for entry in raw:

@@ -34,7 +34,9 @@ def _judge_view(result: dict[str, Any]) -> dict[str, Any]:
     return {k: v for k, v in result.items() if k not in _STREAMS}
 
 
-async def _run(gateway: GatewayDep, request: Request, subs: list[Submission], route: str, batch_id: str) -> list[dict[str, Any]]:
+async def _run(
+    gateway: GatewayDep, request: Request, subs: list[Submission], route: str, batch_id: str
+) -> list[dict[str, Any]]:
     payloads = [task_payload(s) for s in subs]
     return await gateway.dispatcher.run(payloads, gateway.routes[route], batch_id, request.is_disconnected)
 

@@ -35,7 +35,7 @@ Language = Literal['python', 'cpp']
 LANGUAGES: tuple[str, ...] = ('python', 'cpp')
 
 
-class ResultReason(str, enum.Enum):
+class ResultReason(enum.StrEnum):
     """Upstream's `reason` values (exact strings)."""
 
     UNSPECIFIED = ''
@@ -45,7 +45,7 @@ class ResultReason(str, enum.Enum):
     INVALID_INPUT = 'invalid_input'
 
 
-class Verdict(str, enum.Enum):
+class Verdict(enum.StrEnum):
     """Our additive, judge-style verdict.  Order of precedence: see `judge.verdict`."""
 
     ACCEPTED = 'accepted'

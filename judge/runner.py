@@ -124,7 +124,9 @@ class Runner:
             if not complete or not checker(stdout_full, expected):
                 flags.add(Verdict.WRONG_ANSWER)
         verdict = pick(flags)
-        run_success = not (flags & {Verdict.TIME_LIMIT, Verdict.MEMORY_LIMIT, Verdict.OUTPUT_LIMIT, Verdict.RUNTIME_ERROR})
+        run_success = not (
+            flags & {Verdict.TIME_LIMIT, Verdict.MEMORY_LIMIT, Verdict.OUTPUT_LIMIT, Verdict.RUNTIME_ERROR}
+        )
         if result.timed_out:
             stdout_full = f'{stdout_full}{"" if not stdout_full or stdout_full.endswith(chr(10)) else chr(10)}'
             stdout_full += TIMEOUT_MARKER + '\n'

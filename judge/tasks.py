@@ -70,6 +70,7 @@ def build_runner(settings: Settings) -> Runner:
     """Start this process's slot server and its runner."""
     index, fd = _claim_slot_index(settings.work_root)
     _Slot.lock_fd = fd
+    cache_dir = _cache_dir(settings)
     client = SlotClient(
         SlotConfig(
             slot=index,
@@ -78,7 +79,7 @@ def build_runner(settings: Settings) -> Runner:
             allow_unsafe=settings.allow_unsafe,
             work_root=settings.work_root,
             uid_base=settings.slot_uid_base,
-            extra={'memory_mb': settings.max_memory, 'pids': settings.pids_limit},
+            extra={'memory_mb': settings.max_memory, 'pids': settings.pids_limit, 'keep_writable': [cache_dir]},
         )
     )
     client.ensure_started()
@@ -87,7 +88,7 @@ def build_runner(settings: Settings) -> Runner:
         python=settings.python_executor_path,
         cxx=settings.cpp_compiler_path,
         python_mode=settings.python_mode,
-        cache_dir=_cache_dir(settings),
+        cache_dir=cache_dir,
         compile_time_s=settings.compile_time_limit,
         compile_memory_mb=settings.compile_memory_mb,
     )
@@ -171,8 +172,14 @@ def run(self: Task, sub: dict[str, Any], reply_to: str, index: int, batch_id: st
 
 
 @signals.task_failure.connect
-def _on_failure(sender: Any = None, task_id: str | None = None, exception: BaseException | None = None,
-                args: Any = None, kwargs: Any = None, **_: Any) -> None:
+def _on_failure(
+    sender: Any = None,
+    task_id: str | None = None,
+    exception: BaseException | None = None,
+    args: Any = None,
+    kwargs: Any = None,
+    **_: Any,
+) -> None:
     """A task that died for good (hard time limit, pool process lost too often) still answers."""
     if getattr(sender, 'name', None) != RUN_TASK:
         return

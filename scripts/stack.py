@@ -42,18 +42,47 @@ def start_redis(port: int, workdir: Path) -> subprocess.Popen[bytes]:
     """A throwaway redis-server on loopback (no persistence)."""
     workdir.mkdir(parents=True, exist_ok=True)
     proc = subprocess.Popen(
-        ['redis-server', '--port', str(port), '--bind', '127.0.0.1', '--save', '', '--appendonly', 'no',
-         '--dir', str(workdir), '--loglevel', 'warning'],
+        [
+            'redis-server',
+            '--port',
+            str(port),
+            '--bind',
+            '127.0.0.1',
+            '--save',
+            '',
+            '--appendonly',
+            'no',
+            '--dir',
+            str(workdir),
+            '--loglevel',
+            'warning',
+        ],
         start_new_session=True,
     )
     wait_port(port)
     return proc
 
 
-def worker_command(python: str, concurrency: int | None = None, name: str = 'judge@%h', loglevel: str = 'INFO') -> list[str]:
+def worker_command(
+    python: str, concurrency: int | None = None, name: str = 'judge@%h', loglevel: str = 'INFO'
+) -> list[str]:
     """The `celery -A judge worker` command line used everywhere."""
-    cmd = [python, '-m', 'celery', '-A', 'judge', 'worker', '-P', 'prefork', '-n', name, '-l', loglevel,
-           '--without-gossip', '--without-mingle']
+    cmd = [
+        python,
+        '-m',
+        'celery',
+        '-A',
+        'judge',
+        'worker',
+        '-P',
+        'prefork',
+        '-n',
+        name,
+        '-l',
+        loglevel,
+        '--without-gossip',
+        '--without-mingle',
+    ]
     if concurrency:
         cmd += ['-c', str(concurrency)]
     return cmd
@@ -61,8 +90,21 @@ def worker_command(python: str, concurrency: int | None = None, name: str = 'jud
 
 def gateway_command(python: str, port: int, workers: int = 1) -> list[str]:
     """The uvicorn command line of the gateway."""
-    return [python, '-m', 'uvicorn', 'api.main:app', '--host', '127.0.0.1', '--port', str(port),
-            '--workers', str(workers), '--no-access-log', '--log-level', 'warning']
+    return [
+        python,
+        '-m',
+        'uvicorn',
+        'api.main:app',
+        '--host',
+        '127.0.0.1',
+        '--port',
+        str(port),
+        '--workers',
+        str(workers),
+        '--no-access-log',
+        '--log-level',
+        'warning',
+    ]
 
 
 def main() -> int:
@@ -84,10 +126,20 @@ def main() -> int:
     gw_port = int(env.get('JUDGE_GATEWAY_PORT', '8088'))
     flower_port = int(env.get('JUDGE_FLOWER_PORT', '5555'))
     procs.append(('worker', subprocess.Popen(worker_command(python), env=env, cwd=ROOT, start_new_session=True)))
-    procs.append(('gateway', subprocess.Popen(gateway_command(python, gw_port), env=env, cwd=ROOT, start_new_session=True)))
-    procs.append(('flower', subprocess.Popen(
-        [python, '-m', 'celery', '-A', 'judge', 'flower', '--address=127.0.0.1', f'--port={flower_port}'],
-        env=env, cwd=ROOT, start_new_session=True)))
+    procs.append(
+        ('gateway', subprocess.Popen(gateway_command(python, gw_port), env=env, cwd=ROOT, start_new_session=True))
+    )
+    procs.append(
+        (
+            'flower',
+            subprocess.Popen(
+                [python, '-m', 'celery', '-A', 'judge', 'flower', '--address=127.0.0.1', f'--port={flower_port}'],
+                env=env,
+                cwd=ROOT,
+                start_new_session=True,
+            ),
+        )
+    )
     stop = False
 
     def _stop(*_: object) -> None:

@@ -31,13 +31,15 @@ class Stack:
 def stack_env(redis_url: str, work_root: Path) -> dict[str, str]:
     """Environment shared by worker and gateway in tests."""
     env = dict(os.environ)
-    env.update({
-        'REDIS_URI': redis_url,
-        'MAX_EXECUTION_TIME': str(TIME_LIMIT_S),
-        'MAX_WORKERS': '2',
-        'JUDGE_WORK_ROOT': str(work_root),
-        'JUDGE_CACHE_DIR': str(work_root / 'cache'),
-    })
+    env.update(
+        {
+            'REDIS_URI': redis_url,
+            'MAX_EXECUTION_TIME': str(TIME_LIMIT_S),
+            'MAX_WORKERS': '2',
+            'JUDGE_WORK_ROOT': str(work_root),
+            'JUDGE_CACHE_DIR': str(work_root / 'cache'),
+        }
+    )
     return env
 
 

@@ -8,8 +8,15 @@ import urllib.request
 from typing import Any
 
 
-def request(url: str, body: Any = None, *, raw: bytes | None = None, timeout_s: float = 120.0,
-            method: str | None = None, headers: dict[str, str] | None = None) -> tuple[int, Any]:
+def request(
+    url: str,
+    body: Any = None,
+    *,
+    raw: bytes | None = None,
+    timeout_s: float = 120.0,
+    method: str | None = None,
+    headers: dict[str, str] | None = None,
+) -> tuple[int, Any]:
     """Send a JSON (or raw) request; return (status, decoded JSON or text)."""
     data = raw if raw is not None else (json.dumps(body).encode() if body is not None else None)
     req = urllib.request.Request(url, data=data, method=method or ('POST' if data is not None else 'GET'))

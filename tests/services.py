@@ -21,8 +21,9 @@ class Service:
         self.name = name
         self.log_path = log_dir / f'{name}.log'
         self._log = open(self.log_path, 'ab')
-        self.proc = subprocess.Popen(cmd, env=env, cwd=ROOT, stdout=self._log, stderr=subprocess.STDOUT,
-                                     start_new_session=True)
+        self.proc = subprocess.Popen(
+            cmd, env=env, cwd=ROOT, stdout=self._log, stderr=subprocess.STDOUT, start_new_session=True
+        )
 
     def log(self) -> str:
         """Everything the service wrote so far."""
@@ -63,8 +64,24 @@ class Service:
 def start_redis(log_dir: Path, port: int | None = None) -> tuple[Service, int]:
     """A private redis-server on a free loopback port."""
     port = port or free_port()
-    svc = Service(f'redis-{port}', ['redis-server', '--port', str(port), '--bind', '127.0.0.1', '--save', '',
-                                    '--appendonly', 'no', '--dir', str(log_dir)], dict(os.environ), log_dir)
+    svc = Service(
+        f'redis-{port}',
+        [
+            'redis-server',
+            '--port',
+            str(port),
+            '--bind',
+            '127.0.0.1',
+            '--save',
+            '',
+            '--appendonly',
+            'no',
+            '--dir',
+            str(log_dir),
+        ],
+        dict(os.environ),
+        log_dir,
+    )
     wait_port(port)
     return svc, port
 

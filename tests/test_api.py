@@ -34,7 +34,11 @@ def test_python_ok_and_wrong(gateway_url: str, kind: str) -> None:
     assert (ok['success'], ok['run_success'], ok['reason'], ok['verdict']) == (True, True, '', 'accepted')
     wrong = _one(gateway_url, kind, {'type': 'python', 'solution': PY_ECHO, 'input': 'a', 'expected_output': 'b'})
     assert (wrong['success'], wrong['run_success'], wrong['reason'], wrong['verdict']) == (
-        False, True, '', 'wrong_answer')
+        False,
+        True,
+        '',
+        'wrong_answer',
+    )
 
 
 def test_success_compares_stripped_whole_stdout(gateway_url: str) -> None:
@@ -67,7 +71,11 @@ def test_timeouts_python_and_cpp(gateway_url: str) -> None:
     elapsed = time.monotonic() - start
     for r in results:
         assert (r['success'], r['run_success'], r['reason'], r['verdict']) == (
-            False, False, 'worker_timeout', 'time_limit'), r
+            False,
+            False,
+            'worker_timeout',
+            'time_limit',
+        ), r
         assert r['stdout'].strip() == 'Suicide from timeout.'
         assert TIME_LIMIT_S - 0.5 <= r['cost'] <= TIME_LIMIT_S + 2
     assert elapsed < 3 * TIME_LIMIT_S + 10  # 5 items on 2 slots, each cut at the limit
@@ -164,11 +172,14 @@ def test_memory_bomb_is_a_memory_limit(gateway_url: str) -> None:
     assert (r['success'], r['run_success'], r['verdict']) == (False, False, 'memory_limit')
 
 
-@pytest.mark.parametrize('body,field', [
-    ({'type': 'rust', 'solution': 'x'}, 'type'),
-    ({'type': 'python'}, 'solution'),
-    ({'type': 'python', 'solution': 3}, 'solution'),
-])
+@pytest.mark.parametrize(
+    'body,field',
+    [
+        ({'type': 'rust', 'solution': 'x'}, 'type'),
+        ({'type': 'python'}, 'solution'),
+        ({'type': 'python', 'solution': 3}, 'solution'),
+    ],
+)
 def test_invalid_submissions_get_422(gateway_url: str, body: dict[str, Any], field: str) -> None:
     status, payload = request(gateway_url + '/run', body)
     assert status == 422

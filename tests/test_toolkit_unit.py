@@ -17,6 +17,7 @@ import threading
 import time
 from collections.abc import AsyncIterator, Callable
 from contextlib import asynccontextmanager
+from pathlib import Path
 from typing import Any
 
 import pytest
@@ -129,7 +130,9 @@ async def fake_gateway(**kwargs: Any) -> AsyncIterator[FakeGateway]:
 
 def fast_policy(**kw: Any) -> BatchPolicy:
     retry = RetryPolicy(backoff_base_s=0.01, backoff_max_s=0.05, **kw.pop('retry', {}))
-    return BatchPolicy(fill_wait_ms=kw.pop('fill_wait_ms', 2.0), deadline_s=kw.pop('deadline_s', 10.0), retry=retry, **kw)
+    return BatchPolicy(
+        fill_wait_ms=kw.pop('fill_wait_ms', 2.0), deadline_s=kw.pop('deadline_s', 10.0), retry=retry, **kw
+    )
 
 
 def run(coro: Any) -> Any:
@@ -139,7 +142,9 @@ def run(coro: Any) -> Any:
 # --- wrapper program ---------------------------------------------------------------------------------
 
 
-def exec_wrapped(code: str, history: tuple[str, ...] = (), stdin: str | None = None) -> subprocess.CompletedProcess[str]:
+def exec_wrapped(
+    code: str, history: tuple[str, ...] = (), stdin: str | None = None
+) -> subprocess.CompletedProcess[str]:
     return subprocess.run(
         [sys.executable, '-c', wrap_code(code, history)], input=stdin, capture_output=True, text=True, timeout=30
     )
@@ -215,7 +220,9 @@ def test_tool_text_failure_matches_rstar() -> None:
 
 
 def test_error_text_for_missing_results() -> None:
-    assert format_error_text(DeadlineExceeded('late')) == 'Tool call failure\nreason: queue_timeout\nexecution time: 0.00s'
+    assert (
+        format_error_text(DeadlineExceeded('late')) == 'Tool call failure\nreason: queue_timeout\nexecution time: 0.00s'
+    )
     assert 'reason: internal_error' in format_error_text(JudgeUnavailable('down'))
 
 
@@ -657,5 +664,60 @@ def test_rlinf_handler_always_replies() -> None:
             assert key == 's2' and not reply.success and reply.meta_info['infra_error']
             server.cancel()
             await toolkit.close_shared(drain_timeout_s=0)
+
+    run(main())
+
+
+# --- configs and the real verl package (skipped unless installed: see the Makefile's test-verl) -------
+
+CONFIGS = Path(toolkit.__file__).parent / 'configs'
+
+
+def _load_tool_classes(path: Path) -> list[tuple[Any, dict[str, Any]]]:
+    yaml = pytest.importorskip('yaml')
+    import importlib
+
+    out = []
+    for entry in yaml.safe_load(path.read_text())['tools']:
+        module, name = entry['class_name'].rsplit('.', 1)
+        out.append((getattr(importlib.import_module(module), name), entry))
+    return out
+
+
+@pytest.mark.parametrize('name', ['python_tool_config.yaml', 'jupyter_tool_config.yaml'])
+def test_shipped_tool_yaml_builds_our_tools(name: str) -> None:
+    [(cls, entry)] = _load_tool_classes(CONFIGS / name)
+    tool = cls(entry['config'], None)
+    assert tool.name == entry['tool_schema']['function']['name']
+    assert (tool.policy.max_batch_size, tool.policy.max_batches_in_flight) == (32, 8)
+    assert tool.base_url == 'http://127.0.0.1:8088'
+
+
+def test_verl_tool_contract() -> None:
+    pytest.importorskip('verl.tools.base_tool')
+    from verl.tools.base_tool import BaseTool
+    from verl.tools.schemas import OpenAIFunctionToolSchema, ToolResponse
+
+    try:
+        from verl.tools.tool_registry import initialize_tools_from_config
+    except ImportError:
+        from verl.tools.utils.tool_registry import initialize_tools_from_config
+
+    tools = initialize_tools_from_config(str(CONFIGS / 'python_tool_config.yaml'))
+    tools += initialize_tools_from_config(str(CONFIGS / 'jupyter_tool_config.yaml'))
+    assert [type(t).__name__ for t in tools] == ['PythonTool', 'JupyterTool']
+    assert all(isinstance(t, BaseTool) and isinstance(t.tool_schema, OpenAIFunctionToolSchema) for t in tools)
+    assert isinstance(toolkit.PythonTool({}).tool_schema, OpenAIFunctionToolSchema)  # default schema path
+
+    async def main() -> None:
+        async with fake_gateway() as gw:
+            tool = toolkit.PythonTool({'base_url': gw.url, 'type': 'native'})
+            iid, resp = await tool.create(create_kwargs={})
+            assert isinstance(iid, str) and isinstance(resp, ToolResponse)
+            resp, reward, metrics = await tool.execute(iid, {'code': 'print(1)', 'input': ''}, agent_data=None)
+            assert isinstance(resp, ToolResponse) and resp.text.startswith('Tool call success')
+            assert isinstance(reward, float) and metrics['infra_error'] is False
+            await tool.release(iid)
+            await toolkit.close_shared()
 
     run(main())

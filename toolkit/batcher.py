@@ -6,14 +6,14 @@ keeps at most ``max_batches_in_flight`` requests open on a keep-alive pool, rese
 failed for infrastructure reasons, and answers every caller by its deadline with a ``Result`` or a
 ``ToolkitError``.  There is no pause after a successful batch.
 
-verl rebuilds tools per trajectory in some versions, so tools should use :func:`toolkit.get_shared`,
-which keeps one processor per (event loop, base URL, policy) for the whole process.
+Tools should use :func:`toolkit.get_shared` (one processor per event loop, URL and policy).
 """
 
 from __future__ import annotations
 
 import asyncio
 import collections
+import copy
 import dataclasses
 import logging
 import random
@@ -89,12 +89,9 @@ class RequestProcessor:
         return loop
 
     async def submit(self, sub: Submission, *, deadline_s: float | None = None) -> Result:
-        """Queue one submission and wait for its result.
-
-        Returns the gateway's ``Result`` (possibly an infra one, ``queue_timeout``/``internal_error``,
-        once retries are exhausted); raises ``ToolkitError`` (``DeadlineExceeded``, ``JudgeUnavailable``,
-        ``RequestRejected``, ``ProcessorClosed``...) otherwise.  Never waits past the deadline.
-        """
+        """Queue one submission; return its ``Result`` (an infra one, ``result.infra``, once retries are
+        exhausted) or raise a ``ToolkitError`` (``DeadlineExceeded``, ``JudgeUnavailable``, ``RequestRejected``,
+        ``ProcessorClosed``...).  Never waits past the deadline (``deadline_s``, default the policy's)."""
         if self._closing:
             raise ProcessorClosed('RequestProcessor is closed')
         loop = self._start()
@@ -120,9 +117,8 @@ class RequestProcessor:
     ) -> list[Result | ToolkitError]:
         """Submit several submissions concurrently; errors are returned in place, not raised."""
         outs = await asyncio.gather(*(self.submit(s, deadline_s=deadline_s) for s in subs), return_exceptions=True)
-        for out in outs:
-            if isinstance(out, BaseException) and not isinstance(out, ToolkitError):
-                raise out
+        if bug := next((o for o in outs if isinstance(o, BaseException) and not isinstance(o, ToolkitError)), None):
+            raise bug
         return outs  # type: ignore[return-value]
 
     def stats(self) -> dict[str, Any]:
@@ -145,19 +141,17 @@ class RequestProcessor:
         self._tasks.discard(task)
         self._slots.release()
 
-    def _prune(self) -> None:
-        while self._queue and self._queue[0].future.done():
-            self._queue.popleft()
-
     async def _collect(self) -> list[_Item]:
         loop = asyncio.get_running_loop()
-        self._prune()
-        while not self._queue:
+        while True:
+            while self._queue and self._queue[0].future.done():
+                self._queue.popleft()  # answered (deadline) or cancelled while waiting
+            if self._queue:
+                break
             if self._closing:
                 return []
             self._wakeup.clear()
             await self._wakeup.wait()
-            self._prune()
         fill_until = self._queue[0].queued_at + self.policy.fill_wait_ms / 1000
         while len(self._queue) < self.policy.max_batch_size and not self._closing:
             remaining = fill_until - loop.time()
@@ -228,12 +222,8 @@ class RequestProcessor:
             return
         retry, loop = self.policy.retry, asyncio.get_running_loop()
         delay_s = max(retry.backoff_s(item.attempts, self._rng), retry_after_s or 0.0)
-        if (
-            not is_retryable(outcome)
-            or self._closing
-            or item.attempts >= retry.max_attempts
-            or loop.time() + delay_s >= item.deadline
-        ):
+        too_late = loop.time() + delay_s >= item.deadline
+        if not is_retryable(outcome) or self._closing or item.attempts >= retry.max_attempts or too_late:
             self._finish(item, outcome)
             return
         if self._tokens < 1:
@@ -275,9 +265,10 @@ class RequestProcessor:
             self._stats.record_result(outcome)
             item.future.set_result(outcome)
         else:
-            outcome.attempts = item.attempts
+            error = copy.copy(outcome)  # one batch error reaches many callers: each gets its own
+            error.attempts = item.attempts
             self._stats.errors += 1
-            item.future.set_exception(outcome)
+            item.future.set_exception(error)
             item.future.exception()  # mark retrieved: a caller that gave up must not cause a warning
 
     async def close(self, *, drain_timeout_s: float = 5.0) -> None:

@@ -63,7 +63,11 @@ class CppExecutor(Executor):
         if result.timed_out:
             stderr += f'\ncompilation exceeded {limits.time_s:g}s'.encode()
         return Compiled(
-            ok=ok, cached=False, stderr=stderr, wall_s=result.wall_s, artifact=artifact if ok else None,
+            ok=ok,
+            cached=False,
+            stderr=stderr,
+            wall_s=result.wall_s,
+            artifact=artifact if ok else None,
             timed_out=result.timed_out,
         )
 

@@ -14,7 +14,9 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import NoReturn
 
+from judge.sandbox import landlock, namespaces, seccomp
 from judge.sandbox.limits import Limits, apply_rlimits
+from judge.sandbox.warm import run_python
 
 SETUP_FAILED_EXIT = 121
 
@@ -61,19 +63,13 @@ def _prepare(plan: ChildPlan) -> None:
         _drop_privileges(plan.uid, plan.gid)
     os.umask(0o022)
     if plan.landlock_fd is not None or plan.seccomp_program is not None:
-        from judge.sandbox import namespaces
-
         namespaces.set_no_new_privs()
     if plan.landlock_fd is not None:
-        from judge.sandbox import landlock
-
         landlock.restrict_self(plan.landlock_fd)
     keep = plan.status_fd
     os.closerange(3, keep)
     os.closerange(keep + 1, 65536)
     if plan.seccomp_program is not None:
-        from judge.sandbox import seccomp
-
         seccomp.install(plan.seccomp_program)
 
 
@@ -93,7 +89,5 @@ def run_child(plan: ChildPlan) -> NoReturn:
     except BaseException as exc:  # everything before user code is infrastructure
         _fail(plan.status_fd, exc)
     os.close(plan.status_fd)
-    from judge.sandbox.warm import run_python
-
     run_python(plan.python_source, plan.python_filename, plan.env)
     sys.exit(0)  # unreachable: run_python exits

@@ -2,22 +2,27 @@
 
 Tiers, strongest first (see the README's sandbox section):
 
-* ``namespaces``: the slot server lives in its own net/ipc/uts/mount/pid namespaces with a
-  read-only root; plus everything of ``landlock``.
-* ``landlock``: per-slot uid, memory+pids cgroups, Landlock (files, TCP, signals), seccomp.
-* ``uid``: per-slot uid, rlimits (``RLIMIT_AS`` for memory), process-group and uid sweep.
-* ``none``: same uid as the worker, rlimits only.  Refused unless ``allow_unsafe`` is set.
+* ``namespaces``: the slot server lives in its own net/ipc/uts/mount/pid namespaces, with a
+  read-only root, a fresh ``/proc``, the project and home directories hidden, and private
+  size-limited tmpfs work and ``/dev/shm`` dirs; plus everything of ``landlock``.
+* ``landlock``: a per-slot uid, memory+pids cgroups, Landlock (files, TCP, signals), seccomp.
+* ``uid``: a per-slot uid, rlimits (``RLIMIT_AS`` for memory), seccomp, process-group and uid sweep.
+* ``none``: the worker's own uid, rlimits only.  Refused unless ``allow_unsafe`` is set.
 
-``auto`` picks the strongest tier this host permits.
+``auto`` picks the strongest tier this host permits; asking for a tier the host cannot provide
+is an error, never a silent downgrade.
 """
 
 from __future__ import annotations
 
 import logging
 import os
+import shutil
 import signal
+import sys
 from typing import Any
 
+from judge.sandbox import cgroups, landlock, namespaces, seccomp
 from judge.sandbox.child import ChildPlan
 from judge.sandbox.execute import ExecOutcome
 from judge.sandbox.limits import Limits
@@ -26,10 +31,54 @@ logger = logging.getLogger('judge.sandbox.jail')
 
 TIERS = ('namespaces', 'landlock', 'uid', 'none')
 SAFE_PATH = '/usr/local/bin:/usr/bin:/bin'
+NS_FLAGS = (
+    namespaces.CLONE_NEWNS
+    | namespaces.CLONE_NEWPID
+    | namespaces.CLONE_NEWNET
+    | namespaces.CLONE_NEWIPC
+    | namespaces.CLONE_NEWUTS
+)
+READ_PATHS = (
+    '/usr',
+    '/lib',
+    '/lib64',
+    '/lib32',
+    '/bin',
+    '/sbin',
+    '/etc/ld.so.cache',
+    '/etc/localtime',
+    '/etc/alternatives',
+    '/etc/passwd',
+    '/etc/group',
+    '/etc/nsswitch.conf',
+    '/sys/devices/system/cpu',
+    '/dev/null',
+    '/dev/zero',
+    '/dev/urandom',
+    '/dev/random',
+    '/opt',
+)
+HIDDEN_DIRS = ('/root', '/home', '/var/lib', '/var/log', '/var/cache', '/srv', '/mnt', '/media', '/run', '/boot')
+PROJECT_DIR = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
+WORK_TMPFS_MB = 256
+SHM_TMPFS_MB = 16
 
 
 class JailError(RuntimeError):
     """The requested isolation cannot be provided on this host."""
+
+
+def available_tiers() -> list[str]:
+    """Tiers this process could run, strongest first."""
+    tiers = []
+    if os.getuid() == 0:
+        if cgroups.SlotCgroup.available() and landlock.abi_version() >= 1:
+            if namespaces.probe_unshare(NS_FLAGS):
+                tiers.append('namespaces')
+            tiers.append('landlock')
+        tiers.append('uid')
+    tiers.append('none')
+    return tiers
 
 
 class Jail:
@@ -37,55 +86,129 @@ class Jail:
 
     def __init__(self, config: dict[str, Any]) -> None:
         self.slot = int(config.get('slot', 0))
-        self.requested = str(config.get('tier', 'auto'))
         self.allow_unsafe = bool(config.get('allow_unsafe', False))
-        self.work_root = str(config.get('work_root', '/tmp/judge-work'))
+        self.work_root = os.path.realpath(str(config.get('work_root', '/tmp/judge-work')))
+        self.work_base = os.path.join(self.work_root, f'slot{self.slot}')
         self.extra_env = {str(k): str(v) for k, v in (config.get('env') or {}).items()}
-        self.is_root = os.getuid() == 0
+        self.memory_mb = int(config.get('memory_mb', 256))
+        self.pids = int(config.get('pids', 64))
+        self.keep_writable = [str(p) for p in config.get('keep_writable') or []]
+        self.hide = [str(p) for p in config.get('hide') or []]
         self.uid: int | None = None
         self.gid: int | None = None
+        self.cgroup: cgroups.SlotCgroup | None = None
+        self.landlock_fd: int | None = None
+        self.seccomp_program: bytes | None = None
         self.detail: dict[str, Any] = {}
-        self.tier = self._choose(config)
-        self.work_base = os.path.join(self.work_root, f'slot{self.slot}')
-        self._prepare_work_base()
-        logger.info('slot %d: isolation tier %s', self.slot, self.tier)
+        self._oom_before = 0
+        self.tier = self._choose(str(config.get('tier', 'auto')))
+        self._setup(int(config.get('uid_base', 61000)))
+        self.detail['tier'] = self.tier
+        logger.info('slot %d: isolation tier %s (%s)', self.slot, self.tier, self.detail)
 
-    def _choose(self, config: dict[str, Any]) -> str:
-        requested = self.requested
+    def _choose(self, requested: str) -> str:
         if requested not in ('auto', *TIERS):
             raise JailError(f'unknown sandbox tier {requested!r}; choose one of auto, {", ".join(TIERS)}')
-        if requested in ('auto', 'namespaces', 'landlock', 'uid') and self.is_root:
-            self.uid = self.gid = int(config.get('uid_base', 61000)) + self.slot
-            self.detail['uid'] = self.uid
-            return 'uid'
-        if requested != 'none' and requested != 'auto':
-            raise JailError(f'sandbox tier {requested!r} needs root')
-        if not self.allow_unsafe:
+        tiers = available_tiers()
+        if requested == 'auto':
+            requested = tiers[0]
+        if requested not in tiers:
+            raise JailError(f'sandbox tier {requested!r} is not available here (available: {", ".join(tiers)})')
+        if requested == 'none' and not self.allow_unsafe:
             raise JailError(
                 'no isolation is available (not root): refusing to run untrusted code; '
                 'set JUDGE_ALLOW_UNSAFE=1 to run it anyway on a trusted machine'
             )
-        return 'none'
+        return requested
+
+    def _setup(self, uid_base: int) -> None:
+        if self.tier == 'none':
+            self._prepare_work_base()
+            return
+        self.uid = self.gid = uid_base + self.slot
+        self.detail['uid'] = self.uid
+        if self.tier in ('namespaces', 'landlock'):
+            self.cgroup = cgroups.SlotCgroup(f'slot{self.slot}', memory_mb=self.memory_mb, pids_max=self.pids)
+            self.cgroup.create()
+            self.detail['cgroup'] = f'v{self.cgroup.version}'
+        if self.tier == 'namespaces':
+            self._enter_namespaces()
+        self._prepare_work_base()
+        if self.tier in ('namespaces', 'landlock'):
+            self._mount_work_tmpfs()
+            private = self.tier == 'namespaces'  # its /proc and /dev/shm are the slot's own
+            writable = [self.work_base, '/dev/null'] + (['/dev/shm'] if private else [])
+            readable = self._read_paths() + (['/proc'] if private else [])
+            self.landlock_fd = landlock.build_ruleset(readable, writable)
+            self.detail['landlock_abi'] = landlock.abi_version()
+        try:
+            self.seccomp_program = seccomp.build_filter()
+            self.detail['seccomp'] = True
+        except ValueError as e:  # unknown architecture: the namespaces/landlock layers still hold
+            logger.warning('no seccomp filter: %s', e)
+
+    def _read_paths(self) -> list[str]:
+        prefixes = {sys.prefix, sys.base_prefix, os.path.dirname(os.path.dirname(os.path.realpath(sys.executable)))}
+        return [*READ_PATHS, *sorted(p for p in prefixes if p not in ('/', '/usr'))]
+
+    def _enter_namespaces(self) -> None:
+        """Become pid 1 of fresh namespaces with a read-only view of the host."""
+        namespaces.unshare(NS_FLAGS)
+        pid = os.fork()
+        if pid:  # the outer process only relays the inner server's fate
+            _, status = os.waitpid(pid, 0)
+            os._exit(os.waitstatus_to_exitcode(status) & 0xFF)
+        namespaces.set_pdeathsig(signal.SIGKILL)
+        namespaces.make_mounts_private()
+        os.makedirs(self.work_base, exist_ok=True)
+        namespaces.mount_proc('/proc')
+        namespaces.mount_tmpfs('/dev/shm', SHM_TMPFS_MB, mode=0o1777)
+        keep = [*self.cgroup.roots] if self.cgroup is not None else []
+        for path in self.keep_writable:  # e.g. the compile cache, written by this (root) server only
+            os.makedirs(path, mode=0o755, exist_ok=True)
+            if not os.path.ismount(path):
+                namespaces.mount(path, path, None, namespaces.MS_BIND)
+        namespaces.remount_readonly_recursive('/', keep_writable=[*keep, *self.keep_writable])
+        for path in (*HIDDEN_DIRS, PROJECT_DIR, *self.hide):
+            if not os.path.isdir(path) or _inside(self.work_root, path) or _inside(sys.prefix, path):
+                continue
+            namespaces.hide_path(path)
+        if os.path.exists('/etc/shadow'):
+            namespaces.mount('/dev/null', '/etc/shadow', None, namespaces.MS_BIND)
 
     def _prepare_work_base(self) -> None:
         os.makedirs(self.work_root, mode=0o711, exist_ok=True)
         if self.uid is not None:
-            path = os.path.realpath(self.work_root)
+            path = self.work_root
             while True:
                 if not os.stat(path).st_mode & 0o001:
                     raise JailError(f'work root {self.work_root!r}: {path!r} is not searchable by the slot uids')
                 if path == '/':
                     break
                 path = os.path.dirname(path)
+        if os.path.ismount(self.work_base) and self.tier != 'namespaces':
+            namespaces.umount2(self.work_base, namespaces.MNT_DETACH)
         if os.path.lexists(self.work_base):
-            import shutil
-
             shutil.rmtree(self.work_base, ignore_errors=True)
-        os.mkdir(self.work_base, 0o711)
+        os.makedirs(self.work_base, 0o711, exist_ok=True)
+
+    def _mount_work_tmpfs(self) -> None:
+        """A size-limited tmpfs as the slot's work space, so no execution can fill the host's disk."""
+        try:
+            namespaces.mount_tmpfs(self.work_base, WORK_TMPFS_MB, mode=0o711)
+            self.detail['work_tmpfs_mb'] = WORK_TMPFS_MB
+        except OSError as e:  # e.g. no CAP_SYS_ADMIN in a container: files stay bounded per file only
+            logger.warning('slot %d: no tmpfs work dir (%s)', self.slot, e)
 
     def effective_limits(self, limits: Limits) -> Limits:
-        """Limits as this tier enforces them (no ``RLIMIT_AS`` when a memory cgroup does it)."""
-        return limits
+        """Limits as this tier enforces them: the memory cgroup replaces ``RLIMIT_AS``."""
+        if self.cgroup is None:
+            return limits
+        if limits.memory_mb != self.memory_mb:
+            self.cgroup.set_memory_mb(limits.memory_mb)
+            self.memory_mb = limits.memory_mb
+        self._oom_before = self.cgroup.oom_kills()
+        return Limits.from_dict({**limits.to_dict(), 'use_rlimit_as': False})
 
     def child_env(self, workdir: str) -> dict[str, str]:
         """A clean environment: no secrets (``REDIS_URI``...) from the worker ever reach user code."""
@@ -106,16 +229,45 @@ class Jail:
     def fill_plan(self, plan: ChildPlan) -> None:
         """Add the tier's per-child steps (uid, cgroups, filters) to ``plan``."""
         plan.uid, plan.gid = self.uid, self.gid
+        plan.join_cgroups = self.cgroup.join if self.cgroup is not None else None
+        plan.landlock_fd = self.landlock_fd
+        plan.seccomp_program = self.seccomp_program
 
     def memory_exceeded(self, outcome: ExecOutcome) -> bool:
-        """Whether the execution hit the memory limit, as far as the tier can tell."""
-        return False
+        """Whether the execution was OOM-killed by the slot's memory cgroup."""
+        if self.cgroup is None:
+            return False
+        return self.cgroup.oom_kills() > self._oom_before
 
     def kill_all(self) -> None:
         """Kill every process the slot's executions may have left behind."""
-        if self.uid is None or not self.is_root:
-            return
-        _kill_uid(self.uid)
+        if self.cgroup is not None:
+            self.cgroup.kill_all()
+        elif self.uid is not None and os.getuid() == 0:
+            _kill_uid(self.uid)
+        if self.tier == 'namespaces':
+            _empty_dir('/dev/shm')
+
+
+def _inside(path: str, parent: str) -> bool:
+    parent = parent.rstrip('/') + '/'
+    return (path.rstrip('/') + '/').startswith(parent)
+
+
+def _empty_dir(path: str) -> None:
+    try:
+        names = os.listdir(path)
+    except OSError:
+        return
+    for name in names:
+        full = os.path.join(path, name)
+        if os.path.isdir(full) and not os.path.islink(full):
+            shutil.rmtree(full, ignore_errors=True)
+        else:
+            try:
+                os.unlink(full)
+            except OSError:
+                pass
 
 
 def _kill_uid(uid: int) -> None:

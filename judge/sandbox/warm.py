@@ -26,7 +26,8 @@ def _fresh_streams() -> None:
         errors='backslashreplace',
         line_buffering=True,
     )
-    sys.__stdin__, sys.__stdout__, sys.__stderr__ = sys.stdin, sys.stdout, sys.stderr
+    for name in ('stdin', 'stdout', 'stderr'):
+        setattr(sys, f'__{name}__', getattr(sys, name))
 
 
 def _exit_code(exc: SystemExit) -> int:
@@ -36,7 +37,7 @@ def _exit_code(exc: SystemExit) -> int:
     if isinstance(code, int):
         return code & 0xFF
     try:
-        print(code, file=sys.stderr)
+        sys.stderr.write(f'{code}\n')
     except Exception:
         pass
     return 1
@@ -46,7 +47,7 @@ def _shutdown() -> None:
     threading = sys.modules.get('threading')
     if threading is not None:
         try:
-            threading._shutdown()  # type: ignore[attr-defined]
+            threading._shutdown()
         except Exception:
             pass
     import atexit
@@ -83,7 +84,7 @@ def _hide_frames(extra: int) -> None:
         set_limit(limit + extra)
 
     getrecursionlimit.__doc__, setrecursionlimit.__doc__ = get_limit.__doc__, set_limit.__doc__
-    sys.getrecursionlimit, sys.setrecursionlimit = getrecursionlimit, setrecursionlimit  # type: ignore[assignment]
+    sys.getrecursionlimit, sys.setrecursionlimit = getrecursionlimit, setrecursionlimit
     set_limit(1000 + extra)
 
 

@@ -1,0 +1,227 @@
+"""Benchmarks against a running gateway: ``python -m toolkit.bench <scenario> [--url URL] [--n N] [--json]``.
+
+Scenarios (every result is checked; the exit status is 1 if any is wrong):
+
+* ``longbatch``: N trivial submissions ``print(sum(range(10)))`` in ONE ``POST /run/long-batch``.
+* ``rstar``: the same N as 8 concurrent senders x 32 per request (rStar2-Agent's shape);
+  ``--rstar-sleep-s 0.5`` adds rStar's pause after every batch, for comparison.
+* ``latency``: N sequential ``POST /run`` after a few warm-ups: p50/p90/p99/max.
+* ``toolcalls``: N concurrent calls through ``PythonTool`` (create/execute/release, as verl does):
+  latency per call and the bench process's own CPU per call (``time.process_time``).
+* ``all``: longbatch, rstar, latency.
+
+``--cpu`` adds the whole stack's CPU per submission from ``/proc/<pid>/stat`` (utime+stime+cutime+
+cstime) of every process whose command line matches ``--cpu-match``, except this one, by component:
+redis (redis-server), gateway (uvicorn), flower, worker (celery, children it reaped included),
+sandbox (the worker's long-lived slot servers, ``judge/sandbox``), other.  Processes that exit during
+a scenario are not counted.
+"""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import json
+import os
+import re
+import sys
+import time
+from collections.abc import Awaitable, Callable
+from pathlib import Path
+from typing import Any
+
+from toolkit.client import DEFAULT_BASE_URL, JudgeClient
+from toolkit.errors import ToolkitError
+from toolkit.models import Result, Submission
+from toolkit.shared import close_shared
+
+__all__ = ['cpu_snapshot', 'main', 'percentiles', 'run_scenario']
+
+TRIVIAL = 'print(sum(range(10)))'
+Scenario = Callable[[JudgeClient, argparse.Namespace], Awaitable[dict[str, Any]]]
+
+
+def percentiles(values_s: list[float]) -> dict[str, float]:
+    """p50/p90/p99/max of durations in seconds, as milliseconds (nearest-rank)."""
+    if not values_s:
+        return {'p50_ms': 0.0, 'p90_ms': 0.0, 'p99_ms': 0.0, 'max_ms': 0.0}
+    ordered = sorted(values_s)
+
+    def rank(q: float) -> float:
+        return ordered[min(len(ordered) - 1, max(0, round(q * len(ordered) + 0.5) - 1))] * 1000
+
+    return {'p50_ms': rank(0.50), 'p90_ms': rank(0.90), 'p99_ms': rank(0.99), 'max_ms': ordered[-1] * 1000}
+
+
+def _component(cmdline: str) -> str:
+    for needle, name in (
+        ('redis-server', 'redis'),
+        ('uvicorn', 'gateway'),
+        ('flower', 'flower'),
+        ('celery', 'worker'),
+        ('sandbox', 'sandbox'),
+    ):
+        if needle in cmdline:
+            return name
+    return 'other'
+
+
+def cpu_snapshot(pattern: str, exclude_pid: int | None = None) -> dict[int, tuple[str, float]]:
+    """``{pid: (component, cpu_s)}`` for processes whose command line matches ``pattern``."""
+    regex, tick_s = re.compile(pattern), 1.0 / os.sysconf('SC_CLK_TCK')
+    out: dict[int, tuple[str, float]] = {}
+    for entry in Path('/proc').iterdir():
+        if not entry.name.isdigit() or int(entry.name) == (exclude_pid or os.getpid()):
+            continue
+        try:
+            cmdline = (entry / 'cmdline').read_bytes().replace(b'\0', b' ').decode(errors='replace')
+            fields = (entry / 'stat').read_text().rsplit(')', 1)[1].split()
+        except OSError:
+            continue
+        if cmdline and regex.search(cmdline):
+            out[int(entry.name)] = (_component(cmdline), sum(int(f) for f in fields[11:15]) * tick_s)
+    return out
+
+
+def cpu_delta(before: dict[int, tuple[str, float]], after: dict[int, tuple[str, float]]) -> dict[str, float]:
+    """CPU seconds used per component between two snapshots (new processes count from zero)."""
+    used: dict[str, float] = {}
+    for pid, (comp, cpu_s) in after.items():
+        used[comp] = used.get(comp, 0.0) + cpu_s - before.get(pid, (comp, 0.0))[1]
+    return used
+
+
+def _expect_45(results: list[Result]) -> int:
+    return sum(1 for r in results if not (r.ok and (r.stdout or '').strip() == '45'))
+
+
+async def longbatch(client: JudgeClient, args: argparse.Namespace) -> dict[str, Any]:
+    """N trivial submissions in one long-batch request."""
+    start = time.perf_counter()
+    results = await client.run_batch([Submission(TRIVIAL) for _ in range(args.n)], timeout_s=3600)
+    wall_s = time.perf_counter() - start
+    return {'n': args.n, 'wall_s': wall_s, 'subs_per_s': args.n / wall_s, 'wrong': _expect_45(results)}
+
+
+async def rstar(client: JudgeClient, args: argparse.Namespace) -> dict[str, Any]:
+    """N trivial submissions as ``senders`` concurrent loops posting ``per_request`` at a time."""
+    chunks = [min(args.per_request, args.n - i) for i in range(0, args.n, args.per_request)]
+    latencies_s: list[float] = []
+    wrong = 0
+
+    async def sender() -> None:
+        nonlocal wrong
+        while chunks:
+            size = chunks.pop()
+            t0 = time.perf_counter()
+            results = await client.run_batch([Submission(TRIVIAL) for _ in range(size)], timeout_s=3600)
+            latencies_s.append(time.perf_counter() - t0)
+            wrong += _expect_45(results)
+            if args.rstar_sleep_s:
+                await asyncio.sleep(args.rstar_sleep_s)
+
+    start = time.perf_counter()
+    await asyncio.gather(*(sender() for _ in range(args.senders)))
+    wall_s = time.perf_counter() - start
+    out = {'n': args.n, 'wall_s': wall_s, 'subs_per_s': args.n / wall_s, 'wrong': wrong, 'requests': len(latencies_s)}
+    return out | {f'request_{k}': v for k, v in percentiles(latencies_s).items()}
+
+
+async def latency(client: JudgeClient, args: argparse.Namespace) -> dict[str, Any]:
+    """N sequential single ``/run`` calls after ``warmup`` unmeasured ones."""
+    for _ in range(args.warmup):
+        await client.run(Submission(TRIVIAL))
+    latencies_s: list[float] = []
+    wrong = 0
+    start = time.perf_counter()
+    for _ in range(args.n):
+        t0 = time.perf_counter()
+        res = await client.run(Submission(TRIVIAL))
+        latencies_s.append(time.perf_counter() - t0)
+        wrong += _expect_45([res])
+    return {'n': args.n, 'wall_s': time.perf_counter() - start, 'wrong': wrong} | percentiles(latencies_s)
+
+
+async def toolcalls(client: JudgeClient, args: argparse.Namespace) -> dict[str, Any]:
+    """N concurrent ``PythonTool`` calls (``x = i`` then ``x * 2``), each checked."""
+    from toolkit.tools import PythonTool
+
+    tool = PythonTool({'base_url': client.base_url})
+    latencies_s: list[float] = []
+
+    async def call(i: int) -> bool:
+        t0 = time.perf_counter()
+        iid, _ = await tool.create()
+        resp, _, metrics = await tool.execute(iid, {'code': f'x = {i}\nx * 2', 'input': ''})
+        await tool.release(iid)
+        latencies_s.append(time.perf_counter() - t0)
+        return bool(resp.text.startswith(f'Tool call success\nstdout: {2 * i}\n\n') and not metrics['infra_error'])
+
+    cpu0, start = time.process_time(), time.perf_counter()
+    oks = await asyncio.gather(*(call(i) for i in range(args.n)))
+    wall_s, cpu_s = time.perf_counter() - start, time.process_time() - cpu0
+    await close_shared()
+    out = {'n': args.n, 'wall_s': wall_s, 'calls_per_s': args.n / wall_s, 'wrong': oks.count(False)}
+    return out | percentiles(latencies_s) | {'client_cpu_ms_per_call': cpu_s * 1000 / args.n}
+
+
+SCENARIOS: dict[str, Scenario] = {'longbatch': longbatch, 'rstar': rstar, 'latency': latency, 'toolcalls': toolcalls}
+
+
+async def run_scenario(name: str, args: argparse.Namespace) -> dict[str, Any]:
+    """Run one scenario (with ``--cpu`` accounting if asked); errors count as one wrong result."""
+    before = cpu_snapshot(args.cpu_match) if args.cpu else {}
+    async with JudgeClient(args.url, timeout_s=3600) as client:
+        try:
+            out = await SCENARIOS[name](client, args)
+        except ToolkitError as e:
+            out = {'n': args.n, 'wrong': args.n, 'error': str(e)}
+    if args.cpu:
+        used = cpu_delta(before, cpu_snapshot(args.cpu_match))
+        per_sub = {f'cpu_ms_per_sub_{k}': v * 1000 / args.n for k, v in sorted(used.items())}
+        out |= per_sub | {'cpu_ms_per_sub_total': sum(per_sub.values())}
+    return {'scenario': name} | out
+
+
+def _fmt(value: Any) -> str:
+    return f'{value:.2f}' if isinstance(value, float) else str(value)
+
+
+def _table(rows: list[dict[str, Any]]) -> str:
+    lines = []
+    for row in rows:
+        lines.append(f'== {row["scenario"]}')
+        lines += [f'  {key:<28} {_fmt(value)}' for key, value in row.items() if key != 'scenario']
+    return '\n'.join(lines)
+
+
+def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
+    """Command-line arguments (see the module docstring)."""
+    parser = argparse.ArgumentParser(prog='python -m toolkit.bench', description=__doc__.split('\n')[0])
+    parser.add_argument('scenario', choices=[*SCENARIOS, 'all'])
+    parser.add_argument('--url', default=DEFAULT_BASE_URL)
+    parser.add_argument('--n', type=int, default=200, help='submissions (or tool calls) per scenario')
+    parser.add_argument('--json', action='store_true', help='print one JSON object instead of a table')
+    parser.add_argument('--senders', type=int, default=8, help='rstar: concurrent senders')
+    parser.add_argument('--per-request', type=int, default=32, help='rstar: submissions per request')
+    parser.add_argument('--rstar-sleep-s', type=float, default=0.0, help="rstar: pause after each batch (rStar's 0.5)")
+    parser.add_argument('--warmup', type=int, default=3, help='latency: unmeasured calls first')
+    parser.add_argument('--cpu', action='store_true', help='report the stack CPU per submission from /proc')
+    parser.add_argument('--cpu-match', default='celery|uvicorn|redis-server|judge', help='regex on command lines')
+    args = parser.parse_args(argv)
+    if args.n < 1:
+        parser.error('--n must be >= 1')
+    return args
+
+
+def main(argv: list[str] | None = None) -> int:
+    """Entry point: run the scenario(s), print a table (or JSON); 1 if any result was wrong."""
+    args = parse_args(argv)
+    names = ['longbatch', 'rstar', 'latency'] if args.scenario == 'all' else [args.scenario]
+    rows = [asyncio.run(run_scenario(name, args)) for name in names]
+    print(json.dumps({'url': args.url, 'scenarios': rows}) if args.json else _table(rows))
+    return 1 if any(row['wrong'] for row in rows) else 0
+
+
+if __name__ == '__main__':
+    sys.exit(main())
