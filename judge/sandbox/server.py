@@ -10,6 +10,7 @@ Stdlib only: this module must not import Celery, Redis or pydantic.
 
 from __future__ import annotations
 
+import gc
 import json
 import logging
 import os
@@ -171,6 +172,8 @@ def main(argv: list[str]) -> int:
     except Exception as exc:
         send_message(wfd, {'ok': False, 'error': f'{type(exc).__name__}: {exc}'})
         return 1
+    gc.collect()
+    gc.freeze()  # children then never touch (copy) the server's objects for garbage collection
     server.serve(rfd, wfd)
     return 0
 
