@@ -79,7 +79,12 @@ def build_runner(settings: Settings) -> Runner:
             allow_unsafe=settings.allow_unsafe,
             work_root=settings.work_root,
             uid_base=settings.slot_uid_base,
-            extra={'memory_mb': settings.max_memory, 'pids': settings.pids_limit, 'keep_writable': [cache_dir]},
+            extra={
+                'memory_mb': settings.max_memory,
+                'pids': settings.pids_limit,
+                'keep_writable': [cache_dir],
+                'read_paths': [cache_dir],
+            },
         )
     )
     client.ensure_started()

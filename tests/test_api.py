@@ -229,3 +229,13 @@ def test_single_run_overtakes_a_queued_long_batch(gateway_url: str) -> None:
     assert r['stdout'] == 'first\n'
     assert done['single'] - start < 1.5
     assert done['batch'] - done['single'] > 1.5, 'the single run waited for the batch'
+
+
+def test_cpp_compile_cache_and_pch(gateway_url: str) -> None:
+    source = ('#include <bits/stdc++.h>\nusing namespace std;\n'
+              f'int main(){{long a,b;cin>>a>>b;vector<long> v={{a,b}};sort(v.begin(),v.end());cout<<a+b<<endl;}} // {time.time()}\n')
+    sub = {'type': 'cpp', 'solution': source, 'input': '3 4', 'expected_output': '7'}
+    first = post(gateway_url, '/run', sub, timeout_s=180)
+    assert first['success'] and first['compile_cached'] is False, first
+    second = post(gateway_url, '/run', dict(sub, input='10 20', expected_output='30'))
+    assert second['success'] and second['compile_cached'] is True, second

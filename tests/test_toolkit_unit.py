@@ -292,14 +292,27 @@ def test_policy_from_rstar_config() -> None:
     assert policy_from_config({'base_url': 'http://x:1', 'fill_wait_ms': 50})[1].fill_wait_ms == 50
 
 
+def test_toolkit_never_imports_judge_or_api() -> None:
+    import ast
+
+    for path in Path(toolkit.__file__).parent.glob('*.py'):
+        for node in ast.walk(ast.parse(path.read_text())):
+            names = [a.name for a in node.names] if isinstance(node, ast.Import) else []
+            if isinstance(node, ast.ImportFrom) and node.module:
+                names = [node.module]
+            assert not [n for n in names if n.split('.')[0] in ('judge', 'api', 'torch')], (path, names)
+
+
 def test_import_toolkit_is_light() -> None:
     code = (
-        'import sys, toolkit, toolkit.rlinf, toolkit.reward, toolkit.bench\n'
-        'heavy = [m for m in ("judge", "api", "torch", "verl", "rlinf", "ray") if m in sys.modules]\n'
-        'print(heavy)'
+        'import importlib.util, sys, toolkit, toolkit.rlinf, toolkit.reward, toolkit.bench\n'
+        'heavy = lambda: [m for m in ("judge", "api", "torch", "verl", "rlinf", "ray") if m in sys.modules]\n'
+        'print(heavy())\n'
+        'import toolkit.tools\n'  # imports verl (and so torch) only when verl is installed
+        'print(heavy() == (["torch", "verl", "ray"] if importlib.util.find_spec("verl") else []))'
     )
-    out = subprocess.run([sys.executable, '-c', code], capture_output=True, text=True, timeout=60, check=True)
-    assert out.stdout.strip() == '[]'
+    out = subprocess.run([sys.executable, '-c', code], capture_output=True, text=True, timeout=120, check=True)
+    assert out.stdout.split() == ['[]', 'True']
 
 
 # --- batcher -----------------------------------------------------------------------------------------
@@ -718,6 +731,26 @@ def test_verl_tool_contract() -> None:
             assert isinstance(resp, ToolResponse) and resp.text.startswith('Tool call success')
             assert isinstance(reward, float) and metrics['infra_error'] is False
             await tool.release(iid)
+            await toolkit.close_shared()
+
+    run(main())
+
+
+def test_legacy_verl_shapes(monkeypatch: pytest.MonkeyPatch) -> None:
+    """verl 0.4/0.5: create -> str, execute -> (str, float, dict)."""
+    import toolkit.tools
+    import toolkit.verl_compat
+
+    monkeypatch.setattr(toolkit.verl_compat, 'LEGACY_VERL', True)
+    monkeypatch.setattr(toolkit.tools, 'LEGACY_VERL', True)
+
+    async def main() -> None:
+        async with fake_gateway() as gw:
+            tool = toolkit.PythonTool({'base_url': gw.url})
+            iid = await tool.create()
+            assert isinstance(iid, str)
+            text, reward, metrics = await tool.execute(iid, {'code': 'print(1)', 'input': ''})
+            assert isinstance(text, str) and text.startswith('Tool call success') and metrics['infra_error'] is False
             await toolkit.close_shared()
 
     run(main())

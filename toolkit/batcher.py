@@ -139,7 +139,7 @@ class RequestProcessor:
 
     def _task_done(self, task: asyncio.Task[None]) -> None:
         self._tasks.discard(task)
-        self._slots.release()
+        self._slots.release()  # the slot taken by _dispatch for this batch
 
     async def _collect(self) -> list[_Item]:
         loop = asyncio.get_running_loop()
@@ -201,10 +201,7 @@ class RequestProcessor:
         self._stats.record_latency(loop.time() - start)
         for it, res in zip(live, results, strict=True):
             res.batch_size = len(live)
-            if res.infra:
-                self._retry_or_finish(it, res, None)
-            else:
-                self._finish(it, res)
+            self._retry_or_finish(it, res, None)  # finishes at once unless res.infra
 
     def _split(self, items: Sequence[_Item]) -> None:
         """413/422 on a batch: resend it as two halves, so one bad item does not sink the others."""
@@ -283,9 +280,10 @@ class RequestProcessor:
                 await asyncio.wait_for(self._idle.wait(), drain_timeout_s)
             except TimeoutError:
                 logger.warning('close(): %d submission(s) left after %.1f s', len(self._pending), drain_timeout_s)
-        for task in [*self._tasks, *([self._dispatcher] if self._dispatcher else [])]:
+        tasks = [*self._tasks, *([self._dispatcher] if self._dispatcher else [])]
+        for task in tasks:
             task.cancel()
-        await asyncio.gather(*self._tasks, *([self._dispatcher] if self._dispatcher else []), return_exceptions=True)
+        await asyncio.gather(*tasks, return_exceptions=True)
         self._dispatcher = None
         for item in list(self._pending):
             self._finish(item, ProcessorClosed('RequestProcessor closed before this submission was answered'))

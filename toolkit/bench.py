@@ -14,7 +14,7 @@ Scenarios (every result is checked; the exit status is 1 if any is wrong):
 cstime) of every process whose command line matches ``--cpu-match``, except this one, by component:
 redis (redis-server), gateway (uvicorn), flower, worker (celery, children it reaped included),
 sandbox (the worker's long-lived slot servers, ``judge/sandbox``), other.  Processes that exit during
-a scenario are not counted.
+a scenario are not counted; ``--cpu-root PID`` keeps only PID's process tree (several stacks on a host).
 """
 
 from __future__ import annotations
@@ -66,21 +66,24 @@ def _component(cmdline: str) -> str:
     return 'other'
 
 
-def cpu_snapshot(pattern: str, exclude_pid: int | None = None) -> dict[int, tuple[str, float]]:
-    """``{pid: (component, cpu_s)}`` for processes whose command line matches ``pattern``."""
+def cpu_snapshot(pattern: str, root_pid: int | None = None) -> dict[int, tuple[str, float]]:
+    """``{pid: (component, cpu_s)}`` of processes whose command line matches ``pattern`` (this one
+    excluded); with ``root_pid``, only that process and its descendants (several stacks on one host)."""
     regex, tick_s = re.compile(pattern), 1.0 / os.sysconf('SC_CLK_TCK')
-    out: dict[int, tuple[str, float]] = {}
+    procs: dict[int, tuple[int, str, float]] = {}
     for entry in Path('/proc').iterdir():
-        if not entry.name.isdigit() or int(entry.name) == (exclude_pid or os.getpid()):
+        if not entry.name.isdigit() or int(entry.name) == os.getpid():
             continue
         try:
             cmdline = (entry / 'cmdline').read_bytes().replace(b'\0', b' ').decode(errors='replace')
             fields = (entry / 'stat').read_text().rsplit(')', 1)[1].split()
         except OSError:
             continue
-        if cmdline and regex.search(cmdline):
-            out[int(entry.name)] = (_component(cmdline), sum(int(f) for f in fields[11:15]) * tick_s)
-    return out
+        procs[int(entry.name)] = (int(fields[1]), cmdline, sum(int(f) for f in fields[11:15]) * tick_s)
+    keep = set(procs) if root_pid is None else {root_pid}
+    while root_pid is not None and (more := {p for p, v in procs.items() if v[0] in keep} - keep):
+        keep |= more
+    return {p: (_component(c), cpu_s) for p, (_, c, cpu_s) in procs.items() if p in keep and c and regex.search(c)}
 
 
 def cpu_delta(before: dict[int, tuple[str, float]], after: dict[int, tuple[str, float]]) -> dict[str, float]:
@@ -170,14 +173,14 @@ SCENARIOS: dict[str, Scenario] = {'longbatch': longbatch, 'rstar': rstar, 'laten
 
 async def run_scenario(name: str, args: argparse.Namespace) -> dict[str, Any]:
     """Run one scenario (with ``--cpu`` accounting if asked); errors count as one wrong result."""
-    before = cpu_snapshot(args.cpu_match) if args.cpu else {}
+    before = cpu_snapshot(args.cpu_match, args.cpu_root) if args.cpu else {}
     async with JudgeClient(args.url, timeout_s=3600) as client:
         try:
             out = await SCENARIOS[name](client, args)
         except ToolkitError as e:
             out = {'n': args.n, 'wrong': args.n, 'error': str(e)}
     if args.cpu:
-        used = cpu_delta(before, cpu_snapshot(args.cpu_match))
+        used = cpu_delta(before, cpu_snapshot(args.cpu_match, args.cpu_root))
         per_sub = {f'cpu_ms_per_sub_{k}': v * 1000 / args.n for k, v in sorted(used.items())}
         out |= per_sub | {'cpu_ms_per_sub_total': sum(per_sub.values())}
     return {'scenario': name} | out
@@ -208,6 +211,7 @@ def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
     parser.add_argument('--warmup', type=int, default=3, help='latency: unmeasured calls first')
     parser.add_argument('--cpu', action='store_true', help='report the stack CPU per submission from /proc')
     parser.add_argument('--cpu-match', default='celery|uvicorn|redis-server|judge', help='regex on command lines')
+    parser.add_argument('--cpu-root', type=int, help='count only this pid and its descendants (e.g. scripts.stack)')
     args = parser.parse_args(argv)
     if args.n < 1:
         parser.error('--n must be >= 1')

@@ -93,6 +93,7 @@ class Jail:
         self.memory_mb = int(config.get('memory_mb', 256))
         self.pids = int(config.get('pids', 64))
         self.keep_writable = [str(p) for p in config.get('keep_writable') or []]
+        self.extra_read = [str(p) for p in config.get('read_paths') or []]
         self.hide = [str(p) for p in config.get('hide') or []]
         self.uid: int | None = None
         self.gid: int | None = None
@@ -149,7 +150,7 @@ class Jail:
 
     def _read_paths(self) -> list[str]:
         prefixes = {sys.prefix, sys.base_prefix, os.path.dirname(os.path.dirname(os.path.realpath(sys.executable)))}
-        return [*READ_PATHS, *sorted(p for p in prefixes if p not in ('/', '/usr'))]
+        return [*READ_PATHS, *self.extra_read, *sorted(p for p in prefixes if p not in ('/', '/usr'))]
 
     def _enter_namespaces(self) -> None:
         """Become pid 1 of fresh namespaces with a read-only view of the host."""

@@ -1,0 +1,106 @@
+"""Pure logic: checkers, verdict precedence, settings, contracts, layering rules."""
+
+from __future__ import annotations
+
+import ast
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+from pydantic import ValidationError
+
+from judge.checker import check_exact, check_strip, check_tokens, get_checker
+from judge.contracts import BatchSubmission, ResultReason, Submission, Verdict
+from judge.settings import Settings
+from judge.verdict import pick, reason_for
+
+ROOT = Path(__file__).resolve().parent.parent
+
+
+@pytest.mark.parametrize('checker,out,exp,ok', [
+    (check_strip, '  45 \n', '\n45\n\n', True),
+    (check_strip, '4 5', '45', False),
+    (check_exact, '45\n', '45\n', True),
+    (check_exact, '45', '45\n', False),
+    (check_tokens, '1  2\n3', '1 2 3', True),
+    (check_tokens, '1 2', '1 2 3', False),
+])
+def test_checkers(checker, out: str, exp: str, ok: bool) -> None:  # type: ignore[no-untyped-def]
+    assert checker(out, exp) is ok
+
+
+def test_float_checker() -> None:
+    check = get_checker('float:1e-6')
+    assert check('0.3333333 x', '0.33333334 x')
+    assert not check('0.34', '0.33')
+    assert not check('a', '1.0')
+    with pytest.raises(ValueError):
+        get_checker('nope')
+
+
+def test_verdict_precedence() -> None:
+    assert pick(set()) is Verdict.ACCEPTED
+    assert pick({Verdict.WRONG_ANSWER, Verdict.TIME_LIMIT, Verdict.OUTPUT_LIMIT}) is Verdict.TIME_LIMIT
+    assert pick({Verdict.RUNTIME_ERROR, Verdict.MEMORY_LIMIT}) is Verdict.MEMORY_LIMIT
+    assert reason_for(Verdict.TIME_LIMIT) is ResultReason.WORKER_TIMEOUT
+    assert reason_for(Verdict.MEMORY_LIMIT) is ResultReason.UNSPECIFIED
+    assert reason_for(Verdict.INTERNAL_ERROR).value == 'internal_error'
+
+
+def test_settings_defaults_match_upstream(monkeypatch: pytest.MonkeyPatch) -> None:
+    for name in ('MAX_EXECUTION_TIME', 'MAX_MEMORY', 'MAX_WORKERS', 'MAX_STDOUT_ERROR_LENGTH', 'REDIS_URI',
+                 'MAX_QUEUE_WORK_LIFE_TIME', 'LONG_BATCH_MAX_QUEUE_WAIT_TIME'):
+        monkeypatch.delenv(name, raising=False)
+    s = Settings()
+    assert (s.max_execution_time, s.max_memory, s.max_stdout_error_length) == (10, 256, 1000)
+    assert s.max_workers >= 1 and s.max_queue_wait_time == 19 and s.long_batch_wait_s == 3615
+    monkeypatch.setenv('MAX_EXECUTION_TIME', '4')
+    monkeypatch.setenv('MAX_WORKERS', '0')
+    s = Settings()
+    assert s.max_queue_wait_time == 13 and s.max_workers >= 1
+    monkeypatch.setenv('MAX_MEMORY', '-1')
+    with pytest.raises(ValidationError):
+        Settings()
+
+
+def test_submission_contract() -> None:
+    sub = Submission.model_validate({'type': 'python', 'solution': 'x', 'sub_id': '', 'extra': 1})
+    assert sub.sub_id and len(sub.sub_id) == 36
+    with pytest.raises(ValidationError):
+        Submission.model_validate({'type': 'math', 'solution': 'x'})
+    with pytest.raises(ValidationError):
+        BatchSubmission.model_validate({'submissions': []})
+
+
+def _imports(path: Path) -> set[str]:
+    names: set[str] = set()
+    for node in ast.walk(ast.parse(path.read_text())):
+        if isinstance(node, ast.Import):
+            names.update(a.name for a in node.names)
+        elif isinstance(node, ast.ImportFrom) and node.module and node.level == 0:
+            names.add(node.module)
+    return names
+
+
+def test_layering() -> None:
+    forbidden_core = ('celery', 'fastapi', 'redis', 'aiohttp', 'kombu')
+    core = [*(ROOT / 'judge' / 'sandbox').glob('*.py'), *(ROOT / 'judge' / 'executors').glob('*.py'),
+            ROOT / 'judge' / 'runner.py', ROOT / 'judge' / 'checker.py', ROOT / 'judge' / 'verdict.py',
+            ROOT / 'judge' / 'contracts.py']
+    for path in core:
+        bad = {m for m in _imports(path) if m.split('.')[0] in forbidden_core}
+        assert not bad, f'{path.name} imports {bad}'
+    for path in (ROOT / 'api').glob('*.py'):
+        bad = {m for m in _imports(path) if m.startswith('judge.') and m not in
+               ('judge.contracts', 'judge.app', 'judge.settings', 'judge.version')}
+        assert not bad, f'{path.name} imports {bad}'
+    for path in (ROOT / 'toolkit').glob('*.py'):
+        bad = {m for m in _imports(path) if m.split('.')[0] in ('judge', 'api')}
+        assert not bad, f'{path.name} imports {bad}'
+
+
+def test_gateway_does_not_load_worker_code() -> None:
+    code = 'import sys, api.main; print(sorted(m for m in sys.modules if m.startswith(("judge.tasks", "judge.executors", "judge.sandbox"))))'
+    out = subprocess.run([sys.executable, '-c', code], capture_output=True, text=True, cwd=ROOT, check=True)
+    assert out.stdout.strip() == '[]'
