@@ -61,6 +61,8 @@ broker_transport_options = {
     'socket_timeout': 30,
     'socket_connect_timeout': 5,
     'health_check_interval': 25,
-    'retry_on_timeout': True,
 }
 visibility_timeout = _visibility_timeout_s
+
+# Task events are coalesced into one publish per 50 ms (see judge/consumer.py).
+worker_consumer = 'judge.consumer:Consumer'

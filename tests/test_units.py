@@ -18,14 +18,17 @@ from judge.verdict import pick, reason_for
 ROOT = Path(__file__).resolve().parent.parent
 
 
-@pytest.mark.parametrize('checker,out,exp,ok', [
-    (check_strip, '  45 \n', '\n45\n\n', True),
-    (check_strip, '4 5', '45', False),
-    (check_exact, '45\n', '45\n', True),
-    (check_exact, '45', '45\n', False),
-    (check_tokens, '1  2\n3', '1 2 3', True),
-    (check_tokens, '1 2', '1 2 3', False),
-])
+@pytest.mark.parametrize(
+    'checker,out,exp,ok',
+    [
+        (check_strip, '  45 \n', '\n45\n\n', True),
+        (check_strip, '4 5', '45', False),
+        (check_exact, '45\n', '45\n', True),
+        (check_exact, '45', '45\n', False),
+        (check_tokens, '1  2\n3', '1 2 3', True),
+        (check_tokens, '1 2', '1 2 3', False),
+    ],
+)
 def test_checkers(checker, out: str, exp: str, ok: bool) -> None:  # type: ignore[no-untyped-def]
     assert checker(out, exp) is ok
 
@@ -49,8 +52,15 @@ def test_verdict_precedence() -> None:
 
 
 def test_settings_defaults_match_upstream(monkeypatch: pytest.MonkeyPatch) -> None:
-    for name in ('MAX_EXECUTION_TIME', 'MAX_MEMORY', 'MAX_WORKERS', 'MAX_STDOUT_ERROR_LENGTH', 'REDIS_URI',
-                 'MAX_QUEUE_WORK_LIFE_TIME', 'LONG_BATCH_MAX_QUEUE_WAIT_TIME'):
+    for name in (
+        'MAX_EXECUTION_TIME',
+        'MAX_MEMORY',
+        'MAX_WORKERS',
+        'MAX_STDOUT_ERROR_LENGTH',
+        'REDIS_URI',
+        'MAX_QUEUE_WORK_LIFE_TIME',
+        'LONG_BATCH_MAX_QUEUE_WAIT_TIME',
+    ):
         monkeypatch.delenv(name, raising=False)
     s = Settings()
     assert (s.max_execution_time, s.max_memory, s.max_stdout_error_length) == (10, 256, 1000)
@@ -85,15 +95,23 @@ def _imports(path: Path) -> set[str]:
 
 def test_layering() -> None:
     forbidden_core = ('celery', 'fastapi', 'redis', 'aiohttp', 'kombu')
-    core = [*(ROOT / 'judge' / 'sandbox').glob('*.py'), *(ROOT / 'judge' / 'executors').glob('*.py'),
-            ROOT / 'judge' / 'runner.py', ROOT / 'judge' / 'checker.py', ROOT / 'judge' / 'verdict.py',
-            ROOT / 'judge' / 'contracts.py']
+    core = [
+        *(ROOT / 'judge' / 'sandbox').glob('*.py'),
+        *(ROOT / 'judge' / 'executors').glob('*.py'),
+        ROOT / 'judge' / 'runner.py',
+        ROOT / 'judge' / 'checker.py',
+        ROOT / 'judge' / 'verdict.py',
+        ROOT / 'judge' / 'contracts.py',
+    ]
     for path in core:
         bad = {m for m in _imports(path) if m.split('.')[0] in forbidden_core}
         assert not bad, f'{path.name} imports {bad}'
     for path in (ROOT / 'api').glob('*.py'):
-        bad = {m for m in _imports(path) if m.startswith('judge.') and m not in
-               ('judge.contracts', 'judge.app', 'judge.settings', 'judge.version')}
+        bad = {
+            m
+            for m in _imports(path)
+            if m.startswith('judge.') and m not in ('judge.contracts', 'judge.app', 'judge.settings', 'judge.version')
+        }
         assert not bad, f'{path.name} imports {bad}'
     for path in (ROOT / 'toolkit').glob('*.py'):
         bad = {m for m in _imports(path) if m.split('.')[0] in ('judge', 'api')}
