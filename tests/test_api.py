@@ -234,7 +234,8 @@ def test_single_run_overtakes_a_queued_long_batch(gateway_url: str) -> None:
 def test_cpp_compile_cache_and_pch(gateway_url: str) -> None:
     source = (
         '#include <bits/stdc++.h>\nusing namespace std;\n'
-        f'int main(){{long a,b;cin>>a>>b;vector<long> v={{a,b}};sort(v.begin(),v.end());cout<<a+b<<endl;}} // {time.time()}\n'
+        'int main(){long a,b;cin>>a>>b;vector<long> v={a,b};sort(v.begin(),v.end());cout<<a+b<<endl;}'
+        f' // {time.time()}\n'
     )
     sub = {'type': 'cpp', 'solution': source, 'input': '3 4', 'expected_output': '7'}
     first = post(gateway_url, '/run', sub, timeout_s=180)

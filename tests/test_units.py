@@ -119,6 +119,9 @@ def test_layering() -> None:
 
 
 def test_gateway_does_not_load_worker_code() -> None:
-    code = 'import sys, api.main; print(sorted(m for m in sys.modules if m.startswith(("judge.tasks", "judge.executors", "judge.sandbox"))))'
+    code = (
+        'import sys, api.main; '
+        'print(sorted(m for m in sys.modules if m.startswith(("judge.tasks", "judge.executors", "judge.sandbox"))))'
+    )
     out = subprocess.run([sys.executable, '-c', code], capture_output=True, text=True, cwd=ROOT, check=True)
     assert out.stdout.strip() == '[]'
