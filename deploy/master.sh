@@ -86,7 +86,8 @@ if [ -z "${REDIS_URI:-}" ] && [ "$start_redis" = 1 ]; then
         export REDIS_URI="redis://:${JUDGE_REDIS_PASSWORD}@127.0.0.1:${redis_port}/0"
     else
         if [ "$redis_host" != 127.0.0.1 ]; then
-            echo "master.sh: Redis on $redis_host:$redis_port has no password; firewall it or set JUDGE_REDIS_PASSWORD" >&2
+            echo "master.sh: Redis on $redis_host:$redis_port has no password;" \
+                "firewall it or set JUDGE_REDIS_PASSWORD" >&2
         fi
         redis-server --bind "$redis_host" --port "$redis_port" --save '' --appendonly no --protected-mode no &
         export REDIS_URI="redis://127.0.0.1:${redis_port}/0"

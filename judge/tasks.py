@@ -6,7 +6,6 @@ Acks, retries and time limits are set here and in `celeryconfig.py`; judging its
 
 from __future__ import annotations
 
-import fcntl
 import json
 import logging
 import os
@@ -23,6 +22,7 @@ from judge.contracts import NODE_INFO_KEY, RUN_TASK, Verdict
 from judge.executors import EXECUTORS, Toolchain
 from judge.runner import Runner, RunnerConfig
 from judge.sandbox.client import SandboxError, SlotClient, SlotConfig
+from judge.sandbox.slots import claim_slot
 from judge.settings import Settings, get_settings
 
 logger = logging.getLogger('judge.tasks')
@@ -37,20 +37,6 @@ class _Slot:
     client: SlotClient | None = None
     redis: redis.Redis | None = None
     lock_fd: int | None = None
-
-
-def _claim_slot_index(work_root: str) -> tuple[int, int]:
-    """A node-wide unique slot number, held by an flock for this process's life."""
-    os.makedirs(work_root, mode=0o711, exist_ok=True)
-    for index in range(4096):
-        fd = os.open(os.path.join(work_root, f'slot{index}.lock'), os.O_RDWR | os.O_CREAT | os.O_CLOEXEC, 0o600)
-        try:
-            fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
-        except BlockingIOError:
-            os.close(fd)
-            continue
-        return index, fd
-    raise SandboxError('no free sandbox slot')
 
 
 def _cache_dir(settings: Settings) -> str:
@@ -68,7 +54,7 @@ def _cache_dir(settings: Settings) -> str:
 
 def build_runner(settings: Settings) -> Runner:
     """Start this process's slot server and its runner."""
-    index, fd = _claim_slot_index(settings.work_root)
+    index, fd = claim_slot()
     _Slot.lock_fd = fd
     cache_dir = _cache_dir(settings)
     client = SlotClient(

@@ -12,6 +12,7 @@ import pytest
 
 from judge.sandbox.client import ExecRequest, SandboxError, SlotClient, SlotConfig
 from judge.sandbox.limits import Limits
+from judge.sandbox.slots import claim_slot
 from judge.settings import Settings
 
 PYTHON = Settings().python_executor_path
@@ -19,14 +20,16 @@ PYTHON = Settings().python_executor_path
 
 @pytest.fixture(scope='module')
 def slot() -> Iterator[SlotClient]:
+    index, lock_fd = claim_slot()
     client = SlotClient(
         SlotConfig(
-            slot=900, python=PYTHON, work_root=f'/tmp/judge-test-sandbox-{os.getpid()}', allow_unsafe=os.getuid() != 0
+            slot=index, python=PYTHON, work_root=f'/tmp/judge-test-sandbox-{os.getpid()}', allow_unsafe=os.getuid() != 0
         )
     )
     client.ensure_started()
     yield client
     client.close()
+    os.close(lock_fd)
 
 
 def run_py(
