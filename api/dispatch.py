@@ -20,6 +20,7 @@ from typing import Any
 
 import redis.asyncio as aioredis
 from celery import Celery
+from redis.exceptions import ResponseError
 
 from judge.contracts import (
     PRIORITY_BATCH,
@@ -93,6 +94,7 @@ class Dispatcher:
     def __init__(self, celery_app: Celery, redis_client: aioredis.Redis) -> None:
         self.app = celery_app
         self.redis = redis_client
+        self._has_blmpop = True
 
     def _publish(
         self, payloads: list[dict[str, Any]], route: Route, reply_to: str, batch_id: str, expires_at: float
@@ -163,6 +165,22 @@ class Dispatcher:
             r if r is not None else queue_timeout(p['sub_id'], waited) for r, p in zip(results, payloads, strict=True)
         ]
 
+    async def _pop(self, key: str, timeout_s: float, count: int) -> Any:
+        """Wait for results; one round trip returns all that are there (BLMPOP, Redis >= 7)."""
+        if self._has_blmpop:
+            try:
+                return await self.redis.blmpop(timeout_s, 1, key, direction='LEFT', count=count)
+            except ResponseError as e:
+                if 'unknown command' not in str(e).lower():
+                    raise
+                logger.warning('Redis has no BLMPOP (older than 7.0): falling back to BLPOP + LPOP')
+                self._has_blmpop = False
+        item = await self.redis.blpop([key], timeout=timeout_s)
+        if item is None:
+            return None
+        rest: Any = await self.redis.lpop(key, count - 1) if count > 1 else None
+        return item[0], [item[1], *(rest or [])]
+
     async def _collect(
         self,
         reply_to: str,
@@ -176,17 +194,16 @@ class Dispatcher:
             remaining = deadline - loop.time()
             if remaining <= 0:
                 return
-            item = await self.redis.blpop([reply_to], timeout=min(remaining, _POLL_SLICE_S))
-            if item is None:
+            # One round trip returns every result already there (BLMPOP, Redis >= 7).
+            item: Any = await self.redis.blmpop(
+                min(remaining, _POLL_SLICE_S), 1, reply_to, direction='LEFT', count=missing
+            )
+            if not item:
                 if disconnected is not None and await disconnected():
                     logger.info('%s: client went away; abandoning %d submissions', reply_to, missing)
                     return
                 continue
-            raw = [item[1]]
-            if missing > 1:
-                more: Any = await self.redis.lpop(reply_to, missing - 1)
-                if more:
-                    raw.extend(more)
+            raw = item[1]
             for entry in raw:
                 index, result = json.loads(entry)
                 if 0 <= index < len(results) and results[index] is None:

@@ -37,6 +37,7 @@ class _Slot:
     client: SlotClient | None = None
     redis: redis.Redis | None = None
     lock_fd: int | None = None
+    node_name: str | None = None
 
 
 def _cache_dir(settings: Settings) -> str:
@@ -57,6 +58,8 @@ def build_runner(settings: Settings) -> Runner:
     index, fd = claim_slot()
     _Slot.lock_fd = fd
     cache_dir = _cache_dir(settings)
+    pch_dir = os.path.join(cache_dir, 'pch')  # the compiler reads the PCH; nothing else in the cache is readable
+    os.makedirs(pch_dir, mode=0o755, exist_ok=True)
     client = SlotClient(
         SlotConfig(
             slot=index,
@@ -197,7 +200,13 @@ def _publish_node_info(runner: Runner) -> None:
         'toolchains': {lang: runner.executor(lang).version() for lang in EXECUTORS},
         'updated_at': time.time(),
     }
-    _redis().hset(NODE_INFO_KEY, socket.gethostname(), json.dumps(info))
+    _redis().hset(NODE_INFO_KEY, _Slot.node_name or socket.gethostname(), json.dumps(info))
+
+
+@signals.celeryd_after_setup.connect
+def _remember_node_name(sender: str | None = None, **_: Any) -> None:
+    """The worker's node name (e.g. ``judge@host``); pool processes inherit it when forked."""
+    _Slot.node_name = sender
 
 
 @signals.worker_process_init.connect

@@ -531,19 +531,33 @@ def test_get_shared_is_per_loop_url_and_policy() -> None:
 # --- tools, sync client, reward, rlinf ------------------------------------------------------------------
 
 
+async def create(tool: Any, **kwargs: Any) -> str:
+    """``tool.create`` for any verl shape: ``(id, response)`` (>= 0.6, or no verl) or ``id`` (0.4/0.5)."""
+    created = await tool.create(**kwargs)
+    if isinstance(created, str):
+        return created
+    iid, empty = created
+    assert empty.text is None
+    return str(iid)
+
+
+def text_of(response: Any) -> str:
+    """Text of a tool response: ``ToolResponse``/``TextResponse`` or a plain string (verl 0.4/0.5)."""
+    return response if isinstance(response, str) else str(response.text)
+
+
 def test_python_tool_shapes_and_metrics() -> None:
     async def main() -> None:
         async with fake_gateway() as gw:
             tool = toolkit.PythonTool({'base_url': gw.url, 'fill_wait_ms': 1})
             assert tool.name == 'python_code_with_standard_io'
-            iid, resp = await tool.create()
-            assert resp.text is None
+            iid = await create(tool)
             resp, reward, metrics = await tool.execute(iid, {'code': 'print(1)', 'input': '7'})
-            assert resp.text.startswith('Tool call success\nstdout: ') and reward == 0.0
+            assert text_of(resp).startswith('Tool call success\nstdout: ') and reward == 0.0
             assert metrics['infra_error'] is False and metrics['attempts'] == 1
             assert gw.batches[0][0]['input'] == '7' and "'print(1)'" in gw.batches[0][0]['solution']
             resp, _, metrics = await tool.execute(iid, {'input': ''})
-            assert metrics['invalid_call'] and 'invalid_input' in resp.text
+            assert metrics['invalid_call'] and 'invalid_input' in text_of(resp)
             assert await tool.calc_reward(iid) == 0.0
             await tool.release(iid)
             await toolkit.close_shared()
@@ -555,9 +569,9 @@ def test_python_tool_flags_infra_errors() -> None:
     async def main() -> None:
         async with fake_gateway(script=['queue_timeout'] * 20) as gw:
             tool = toolkit.PythonTool({'base_url': gw.url, 'max_attempts': 2})
-            iid, _ = await tool.create()
+            iid = await create(tool)
             resp, _, metrics = await tool.execute(iid, {'code': 'x', 'input': ''})
-            assert resp.text.startswith('Tool call failure\nreason: queue_timeout')
+            assert text_of(resp).startswith('Tool call failure\nreason: queue_timeout')
             assert metrics['infra_error'] is True and metrics['attempts'] == 2
         tool = toolkit.PythonTool({'base_url': gw.url, 'max_attempts': 1})
         resp, _, metrics = await tool.execute('i', {'code': 'x', 'input': ''})
@@ -573,7 +587,7 @@ def test_jupyter_tool_replays_history() -> None:
             tool = toolkit.JupyterTool({'base_url': gw.url})
             assert tool.name == 'jupyter_code'
             calls = [{'name': 'jupyter_code', 'arguments': json.dumps({'code': 'a = 1'})}, {'name': 'other'}]
-            iid, _ = await tool.create(history_tool_calls=calls)
+            iid = await create(tool, history_tool_calls=calls)
             await tool.execute(iid, {'code': 'b = a + 1'})
             await tool.execute(iid, {'code': 'print(b)'})
             last = gw.batches[-1][0]['solution']
@@ -583,7 +597,7 @@ def test_jupyter_tool_replays_history() -> None:
                 request_id = 'traj-1'
 
             for code in ('x = 5', 'x * 2'):
-                other, _ = await tool.create()
+                other = await create(tool)
                 await tool.execute(other, {'code': code}, agent_data=AgentData())
                 await tool.release(other)
             assert "['x = 5']" in gw.batches[-1][0]['solution']

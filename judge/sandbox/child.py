@@ -1,45 +1,52 @@
 """What a forked execution child does before the user's program runs.
 
-Order matters and is the same in every tier: new session → cgroups → rlimits → work dir →
-drop to the slot's uid → no-new-privs → Landlock → close inherited fds → seccomp → run.  Any
-failure before the user's code starts is reported on the status pipe (close-on-exec), so the
+The slot server forks the child *before* the request arrives (a spare), so the fork and most of
+the jail setup are off the request's critical path.  The spare, in order: new session → cgroups →
+work dir → drop to the slot's uid → no-new-privs → Landlock → close inherited fds → seccomp; then
+it waits on its control pipe.  When the request comes it reads the plan (limits, environment,
+program, stdin), sets its rlimits, puts stdin in a memfd and runs the program.
+
+Any failure before the user's code starts is reported on the status pipe (close-on-exec), so the
 server can tell an infrastructure failure from the user's program failing.
 """
 
 from __future__ import annotations
 
+import json
 import os
+import struct
 import sys
 from collections.abc import Callable
-from dataclasses import dataclass, field
-from typing import NoReturn
+from dataclasses import dataclass
+from typing import Any, NoReturn
 
 from judge.sandbox import landlock, namespaces, seccomp
 from judge.sandbox.limits import Limits, apply_rlimits
 from judge.sandbox.warm import run_python
 
 SETUP_FAILED_EXIT = 121
+_LEN = struct.Struct('>I')
 
 
 @dataclass
-class ChildPlan:
-    """Everything the child needs; built by the server, used after fork."""
+class ChildPrep:
+    """The slot's fixed part of a child's setup; built once by the server."""
 
-    limits: Limits
-    workdir: str
-    env: dict[str, str]
-    stdin_fd: int
-    stdout_fd: int
-    stderr_fd: int
-    status_fd: int
     uid: int | None = None
     gid: int | None = None
     join_cgroups: Callable[[], None] | None = None
     landlock_fd: int | None = None
     seccomp_program: bytes | None = None
-    argv: list[str] = field(default_factory=list)
-    python_source: str | None = None
-    python_filename: str = 'source.py'
+
+
+@dataclass
+class ChildFds:
+    """The child's ends of its pipes, as numbered in the server before the fork."""
+
+    ctrl: int
+    stdout: int
+    stderr: int
+    status: int
 
 
 def _drop_privileges(uid: int, gid: int) -> None:
@@ -50,27 +57,60 @@ def _drop_privileges(uid: int, gid: int) -> None:
         raise RuntimeError('still root after dropping privileges')
 
 
-def _prepare(plan: ChildPlan) -> None:
+def _prepare(prep: ChildPrep, fds: ChildFds, workdir: str) -> None:
     os.setsid()
-    os.dup2(plan.stdin_fd, 0)
-    os.dup2(plan.stdout_fd, 1)
-    os.dup2(plan.stderr_fd, 2)
-    if plan.join_cgroups is not None:
-        plan.join_cgroups()
-    apply_rlimits(plan.limits, set_nproc=plan.uid is not None)
-    os.chdir(plan.workdir)
-    if plan.uid is not None and plan.gid is not None:
-        _drop_privileges(plan.uid, plan.gid)
+    os.dup2(fds.stdout, 1)
+    os.dup2(fds.stderr, 2)
+    if prep.join_cgroups is not None:
+        prep.join_cgroups()
+    os.chdir(workdir)
+    if prep.uid is not None and prep.gid is not None:
+        _drop_privileges(prep.uid, prep.gid)
     os.umask(0o022)
-    if plan.landlock_fd is not None or plan.seccomp_program is not None:
+    if prep.landlock_fd is not None or prep.seccomp_program is not None:
         namespaces.set_no_new_privs()
-    if plan.landlock_fd is not None:
-        landlock.restrict_self(plan.landlock_fd)
-    keep = plan.status_fd
-    os.closerange(3, keep)
-    os.closerange(keep + 1, 65536)
-    if plan.seccomp_program is not None:
-        seccomp.install(plan.seccomp_program)
+    if prep.landlock_fd is not None:
+        landlock.restrict_self(prep.landlock_fd)
+    keep = sorted((fds.ctrl, fds.status))
+    os.closerange(3, keep[0])
+    os.closerange(keep[0] + 1, keep[1])
+    os.closerange(keep[1] + 1, 65536)
+    if prep.seccomp_program is not None:
+        seccomp.install(prep.seccomp_program)
+
+
+def _read_exact(fd: int, n: int) -> bytes:
+    chunks = []
+    while n:
+        chunk = os.read(fd, min(n, 1 << 20))
+        if not chunk:
+            raise EOFError('control pipe closed')
+        chunks.append(chunk)
+        n -= len(chunk)
+    return b''.join(chunks)
+
+
+def _read_plan(ctrl: int) -> tuple[dict[str, Any], bytes]:
+    (header_len,) = _LEN.unpack(_read_exact(ctrl, _LEN.size))
+    plan = json.loads(_read_exact(ctrl, header_len))
+    (stdin_len,) = _LEN.unpack(_read_exact(ctrl, _LEN.size))
+    return plan, _read_exact(ctrl, stdin_len)
+
+
+def encode_plan(plan: dict[str, Any], stdin: bytes) -> bytes:
+    """The message the server writes on a spare's control pipe."""
+    header = json.dumps(plan, separators=(',', ':')).encode()
+    return b''.join((_LEN.pack(len(header)), header, _LEN.pack(len(stdin)), stdin))
+
+
+def _stdin_from(data: bytes) -> None:
+    fd = os.memfd_create('stdin', 0)
+    view = memoryview(data)
+    while view:
+        view = view[os.write(fd, view) :]
+    os.lseek(fd, 0, os.SEEK_SET)
+    os.dup2(fd, 0)
+    os.close(fd)
 
 
 def _fail(status_fd: int, exc: BaseException) -> NoReturn:
@@ -80,14 +120,25 @@ def _fail(status_fd: int, exc: BaseException) -> NoReturn:
         os._exit(SETUP_FAILED_EXIT)
 
 
-def run_child(plan: ChildPlan) -> NoReturn:
-    """Set the child up and run the program; never returns."""
+def run_spare(prep: ChildPrep, fds: ChildFds, workdir: str) -> NoReturn:
+    """Prepare, wait for the plan, run the program; never returns."""
     try:
-        _prepare(plan)
-        if plan.python_source is None:
-            os.execve(plan.argv[0], plan.argv, plan.env)
+        _prepare(prep, fds, workdir)
+        try:
+            plan, stdin = _read_plan(fds.ctrl)
+        except EOFError:
+            os._exit(0)  # the server retired this spare unused
+        os.close(fds.ctrl)
+        limits = Limits.from_dict(plan['limits'])
+        apply_rlimits(limits, set_nproc=prep.uid is not None)
+        _stdin_from(stdin)
+        env = {str(k): str(v) for k, v in plan['env'].items()}
+        source = plan.get('python_source')
+        if source is None:
+            argv = [str(a) for a in plan['argv']]
+            os.execve(argv[0], argv, env)
     except BaseException as exc:  # everything before user code is infrastructure
-        _fail(plan.status_fd, exc)
-    os.close(plan.status_fd)
-    run_python(plan.python_source, plan.python_filename, plan.env)
+        _fail(fds.status, exc)
+    os.close(fds.status)
+    run_python(source, str(plan.get('python_filename') or 'source.py'), env)
     sys.exit(0)  # unreachable: run_python exits

@@ -1,5 +1,5 @@
-"""One execution inside a slot: fork the child, feed stdin, collect bounded output, enforce the
-wall clock, then kill and reap everything the execution started.
+"""One execution inside a slot: hand the plan to a pre-forked spare child, collect its bounded
+output, enforce the wall clock, then kill and reap everything the execution started.
 
 Runs inside the slot server, never inside a Celery process.  Output is read as it is produced and
 only the head of each stream is kept, so a program printing gigabytes costs no memory.
@@ -13,8 +13,9 @@ import signal
 import time
 from collections.abc import Callable
 from dataclasses import dataclass, field
+from typing import Any
 
-from judge.sandbox.child import SETUP_FAILED_EXIT, ChildPlan, run_child
+from judge.sandbox.child import SETUP_FAILED_EXIT, ChildFds, ChildPrep, encode_plan, run_spare
 from judge.sandbox.limits import Limits
 
 _READ_CHUNK = 65536
@@ -86,13 +87,49 @@ class _Streams:
             self.close(fd)
 
 
-def _stdin_fd(data: bytes) -> int:
-    fd = os.memfd_create('stdin', os.MFD_CLOEXEC)
-    view = memoryview(data)
-    while view:
-        view = view[os.write(fd, view) :]
-    os.lseek(fd, 0, os.SEEK_SET)
-    return fd
+@dataclass
+class Spare:
+    """A forked child waiting for its plan in ``workdir``."""
+
+    pid: int
+    pidfd: int
+    ctrl: int
+    out: int
+    err: int
+    status: int
+    workdir: str
+
+    def alive(self) -> bool:
+        """Whether the child still waits (it has not exited)."""
+        ready, _, _ = select.select([self.pidfd], [], [], 0)
+        return not ready
+
+    def discard(self) -> None:
+        """Retire an unused spare: closing its control pipe makes it exit."""
+        for fd in (self.ctrl, self.out, self.err, self.status):
+            os.close(fd)
+        try:
+            os.kill(self.pid, signal.SIGKILL)
+        except ProcessLookupError:
+            pass
+        os.waitpid(self.pid, 0)
+        os.close(self.pidfd)
+
+
+def fork_spare(prep: ChildPrep, workdir: str) -> Spare:
+    """Fork a child that prepares its jail and then waits for a plan."""
+    ctrl_r, ctrl_w = os.pipe2(os.O_CLOEXEC)
+    out_r, out_w = os.pipe2(os.O_CLOEXEC)
+    err_r, err_w = os.pipe2(os.O_CLOEXEC)
+    status_r, status_w = os.pipe2(os.O_CLOEXEC)
+    pid = os.fork()
+    if pid == 0:  # pragma: no cover - child
+        for fd in (ctrl_w, out_r, err_r, status_r):
+            os.close(fd)
+        run_spare(prep, ChildFds(ctrl=ctrl_r, stdout=out_w, stderr=err_w, status=status_w), workdir)
+    for fd in (ctrl_r, out_w, err_w, status_w):
+        os.close(fd)
+    return Spare(pid, os.pidfd_open(pid), ctrl_w, out_r, err_r, status_r, workdir)
 
 
 def _decode_status(status: int, outcome: ExecOutcome) -> None:
@@ -103,62 +140,60 @@ def _decode_status(status: int, outcome: ExecOutcome) -> None:
         outcome.exit_code = os.WEXITSTATUS(status)
 
 
+def _send_plan(spare: Spare, message: bytes) -> None:
+    view = memoryview(message)
+    while view:
+        view = view[os.write(spare.ctrl, view) :]
+    os.close(spare.ctrl)
+
+
 def execute(
-    plan: ChildPlan,
-    stdin: bytes,
-    kill_all: Callable[[int], None],
+    spare: Spare, plan: dict[str, Any], stdin: bytes, limits: Limits, kill_all: Callable[[int], None]
 ) -> ExecOutcome:
-    """Run ``plan`` in a forked child; ``kill_all(pid)`` must kill every process it started."""
+    """Run ``plan`` in ``spare``; ``kill_all(pid)`` must kill every process the execution started."""
     outcome = ExecOutcome()
-    limits = plan.limits
-    stdin_fd = _stdin_fd(stdin)
-    out_r, out_w = os.pipe2(os.O_CLOEXEC)
-    err_r, err_w = os.pipe2(os.O_CLOEXEC)
-    status_r, status_w = os.pipe2(os.O_CLOEXEC)
-    plan.stdin_fd, plan.stdout_fd, plan.stderr_fd, plan.status_fd = stdin_fd, out_w, err_w, status_w
+    streams = _Streams(spare.out, spare.err, limits, outcome)
     start = time.monotonic()
-    pid = os.fork()
-    if pid == 0:  # pragma: no cover - child
-        os.close(out_r)
-        os.close(err_r)
-        os.close(status_r)
-        run_child(plan)
-    for fd in (stdin_fd, out_w, err_w, status_w):
-        os.close(fd)
-    pidfd = os.pidfd_open(pid)
-    streams = _Streams(out_r, err_r, limits, outcome)
-    deadline = start + limits.time_s
     exited = False
     try:
-        while True:
+        try:
+            _send_plan(spare, encode_plan(plan, stdin))
+        except BrokenPipeError:
+            exited = True  # the spare died before its plan: its status pipe says why
+        deadline = start + limits.time_s
+        while not exited:
             timeout = deadline - time.monotonic()
             if timeout <= 0:
                 outcome.timed_out = True
                 break
-            ready, _, _ = select.select([pidfd, *streams.fds], [], [], timeout)
+            ready, _, _ = select.select([spare.pidfd, *streams.fds], [], [], timeout)
             for fd in ready:
-                if fd == pidfd:
+                if fd == spare.pidfd:
                     exited = True
                 else:
                     streams.read(fd)
-            if outcome.output_exceeded or exited:
+            if outcome.output_exceeded:
                 break
         if not exited:
-            kill_all(pid)
-        _, status, rusage = os.wait4(pid, 0)
+            kill_all(spare.pid)
+        _, status, rusage = os.wait4(spare.pid, 0)
         outcome.wall_s = time.monotonic() - start
         _decode_status(status, outcome)
         outcome.cpu_s = rusage.ru_utime + rusage.ru_stime
         outcome.max_rss_kb = rusage.ru_maxrss
         # Descendants may still hold the pipes: read what is there, then kill them all.
         streams.drain(time.monotonic() + _EXIT_GRACE_S)
-        kill_all(pid)
+        kill_all(spare.pid)
     finally:
         for fd in list(streams.fds):
             streams.close(fd)
-        os.close(pidfd)
-        setup = os.read(status_r, 4096)
-        os.close(status_r)
+        os.close(spare.pidfd)
+        os.set_blocking(spare.status, False)
+        try:
+            setup = os.read(spare.status, 4096)
+        except BlockingIOError:
+            setup = b''
+        os.close(spare.status)
     if setup and outcome.exit_code == SETUP_FAILED_EXIT:
         outcome.setup_error = setup.decode(errors='replace')
     return outcome

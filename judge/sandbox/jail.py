@@ -23,7 +23,7 @@ import sys
 from typing import Any
 
 from judge.sandbox import cgroups, landlock, namespaces, seccomp
-from judge.sandbox.child import ChildPlan
+from judge.sandbox.child import ChildPrep
 from judge.sandbox.execute import ExecOutcome
 from judge.sandbox.limits import Limits
 
@@ -59,6 +59,7 @@ READ_PATHS = (
     '/opt',
 )
 HIDDEN_DIRS = ('/root', '/home', '/var/lib', '/var/log', '/var/cache', '/srv', '/mnt', '/media', '/run', '/boot')
+SCRATCH_DIRS = ('/tmp', '/var/tmp')
 PROJECT_DIR = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 WORK_TMPFS_MB = 256
 SHM_TMPFS_MB = 16
@@ -163,19 +164,23 @@ class Jail:
         namespaces.make_mounts_private()
         os.makedirs(self.work_base, exist_ok=True)
         namespaces.mount_proc('/proc')
-        namespaces.mount_tmpfs('/dev/shm', SHM_TMPFS_MB, mode=0o1777)
         keep = [*self.cgroup.roots] if self.cgroup is not None else []
         for path in self.keep_writable:  # e.g. the compile cache, written by this (root) server only
             os.makedirs(path, mode=0o755, exist_ok=True)
             if not os.path.ismount(path):
                 namespaces.mount(path, path, None, namespaces.MS_BIND)
-        namespaces.remount_readonly_recursive('/', keep_writable=[*keep, *self.keep_writable])
+        # Device nodes stay usable (/dev/null, /dev/urandom); DAC keeps the rest root-only.
+        namespaces.remount_readonly_recursive('/', keep_writable=[*keep, *self.keep_writable], nodev=False)
+        visible = sorted({self.work_base, *self.keep_writable, *self.extra_read})
         for path in (*HIDDEN_DIRS, PROJECT_DIR, *self.hide):
-            if not os.path.isdir(path) or _inside(self.work_root, path) or _inside(sys.prefix, path):
-                continue
-            namespaces.hide_path(path)
-        if os.path.exists('/etc/shadow'):
-            namespaces.mount('/dev/null', '/etc/shadow', None, namespaces.MS_BIND)
+            if os.path.isdir(path) and not _inside(sys.prefix, path):
+                _hide_keeping(path, [p for p in visible if _inside(p, path)])
+        # Scratch space the host cannot see: empty, so no host Unix socket or file is reachable.
+        for path in SCRATCH_DIRS:
+            if os.path.isdir(path):
+                _hide_keeping(path, [p for p in visible if _inside(p, path)])
+        os.makedirs(self.work_base, exist_ok=True)
+        namespaces.mount_tmpfs('/dev/shm', SHM_TMPFS_MB, mode=0o1777)
 
     def _prepare_work_base(self) -> None:
         os.makedirs(self.work_root, mode=0o711, exist_ok=True)
@@ -227,12 +232,15 @@ class Jail:
         env.update(self.extra_env)
         return env
 
-    def fill_plan(self, plan: ChildPlan) -> None:
-        """Add the tier's per-child steps (uid, cgroups, filters) to ``plan``."""
-        plan.uid, plan.gid = self.uid, self.gid
-        plan.join_cgroups = self.cgroup.join if self.cgroup is not None else None
-        plan.landlock_fd = self.landlock_fd
-        plan.seccomp_program = self.seccomp_program
+    def child_prep(self) -> ChildPrep:
+        """The tier's per-child steps (uid, cgroups, filters)."""
+        return ChildPrep(
+            uid=self.uid,
+            gid=self.gid,
+            join_cgroups=self.cgroup.join if self.cgroup is not None else None,
+            landlock_fd=self.landlock_fd,
+            seccomp_program=self.seccomp_program,
+        )
 
     def memory_exceeded(self, outcome: ExecOutcome) -> bool:
         """Whether the execution was OOM-killed by the slot's memory cgroup."""
@@ -248,6 +256,28 @@ class Jail:
             _kill_uid(self.uid)
         if self.tier == 'namespaces':
             _empty_dir('/dev/shm')
+
+
+def _hide_keeping(path: str, keep: list[str]) -> None:
+    """Cover ``path`` with an empty tmpfs, then bind the directories in ``keep`` back at their places."""
+    handles = {p: os.open(p, os.O_PATH | os.O_DIRECTORY | os.O_CLOEXEC) for p in keep if os.path.isdir(p)}
+    try:
+        if handles:
+            namespaces.mount_tmpfs(path, 1, mode=0o755)
+            for target, fd in handles.items():
+                os.makedirs(target, mode=0o755, exist_ok=True)
+                namespaces.mount(f'/proc/self/fd/{fd}', target, None, namespaces.MS_BIND | namespaces.MS_REC)
+            namespaces.mount(
+                None,
+                path,
+                None,
+                namespaces.MS_REMOUNT | namespaces.MS_RDONLY | namespaces.MS_NOSUID | namespaces.MS_NODEV,
+            )
+        else:
+            namespaces.hide_path(path)
+    finally:
+        for fd in handles.values():
+            os.close(fd)
 
 
 def _inside(path: str, parent: str) -> bool:

@@ -167,7 +167,7 @@ def _mount_points() -> list[tuple[str, set[str]]]:
     return result
 
 
-def _remount_fallback(path: str, readonly: bool = True) -> None:
+def _remount_fallback(path: str, readonly: bool = True, nodev: bool = True) -> None:
     """Bind-remount every mount at or beneath *path* nosuid, nodev and (un)readonly (pre-5.12 kernels)."""
     base = os.path.normpath(path)
     prefix = base.rstrip('/') + '/'
@@ -175,7 +175,7 @@ def _remount_fallback(path: str, readonly: bool = True) -> None:
     for point, options in _mount_points():
         if point != base and not point.startswith(prefix):
             continue
-        flags = MS_REMOUNT | MS_BIND | MS_NOSUID | MS_NODEV | (MS_RDONLY if readonly else 0)
+        flags = MS_REMOUNT | MS_BIND | MS_NOSUID | (MS_NODEV if nodev else 0) | (MS_RDONLY if readonly else 0)
         for name, flag in _KEEP_FLAGS.items():
             if name in options:
                 flags |= flag
@@ -203,19 +203,19 @@ def _mount_setattr(path: str, attr_set: int, attr_clr: int) -> int:
     return 0 if result == 0 else ctypes.get_errno()
 
 
-def remount_readonly_recursive(path: str = '/', *, keep_writable: Sequence[str] = ()) -> None:
+def remount_readonly_recursive(path: str = '/', *, keep_writable: Sequence[str] = (), nodev: bool = True) -> None:
     """Make the mount at *path* (a mount point) and every mount beneath it read-only, nosuid, nodev.
 
     The mount points in *keep_writable* (and the mounts beneath them) are made writable again, e.g. the
     cgroup hierarchies, so that a child can still join the slot's cgroups.  Uses
     ``mount_setattr(AT_RECURSIVE)`` (Linux >= 5.12), else bind-remounts each mount in turn.
     """
-    err = _mount_setattr(path, MOUNT_ATTR_RDONLY | MOUNT_ATTR_NOSUID | MOUNT_ATTR_NODEV, 0)
+    err = _mount_setattr(path, MOUNT_ATTR_RDONLY | MOUNT_ATTR_NOSUID | (MOUNT_ATTR_NODEV if nodev else 0), 0)
     if err == errno.ENOSYS:
         logger.debug('mount_setattr unavailable; bind-remounting each mount under %s', path)
-        _remount_fallback(path, readonly=True)
+        _remount_fallback(path, readonly=True, nodev=nodev)
         for point in keep_writable:
-            _remount_fallback(point, readonly=False)
+            _remount_fallback(point, readonly=False, nodev=nodev)
         return
     if err:
         raise OSError(err, f'mount_setattr({path!r}): {os.strerror(err)}')

@@ -72,6 +72,8 @@ DENIED_SYSCALLS = (
     'reboot', 'swapon', 'swapoff', 'acct', 'quotactl', 'quotactl_fd', 'syslog',
     'open_by_handle_at', 'name_to_handle_at', 'iopl', 'ioperm',
     'settimeofday', 'clock_settime', 'clock_adjtime', 'adjtimex', 'sethostname', 'setdomainname',
+    # SysV IPC objects outlive the process that made them: a channel between executions
+    'shmget', 'msgget', 'semget',
 )  # fmt: skip
 
 SYSCALLS_X86_64: Mapping[str, int] = {
@@ -85,7 +87,7 @@ SYSCALLS_X86_64: Mapping[str, int] = {
     'reboot': 169, 'swapon': 167, 'swapoff': 168, 'acct': 163, 'quotactl': 179, 'quotactl_fd': 443,
     'syslog': 103, 'open_by_handle_at': 304, 'name_to_handle_at': 303, 'iopl': 172, 'ioperm': 173,
     'settimeofday': 164, 'clock_settime': 227, 'clock_adjtime': 305, 'adjtimex': 159,
-    'sethostname': 170, 'setdomainname': 171,
+    'sethostname': 170, 'setdomainname': 171, 'shmget': 29, 'semget': 64, 'msgget': 68,
 }  # fmt: skip
 
 SYSCALLS_AARCH64: Mapping[str, int] = {
@@ -99,7 +101,7 @@ SYSCALLS_AARCH64: Mapping[str, int] = {
     'reboot': 142, 'swapon': 224, 'swapoff': 225, 'acct': 89, 'quotactl': 60, 'quotactl_fd': 443,
     'syslog': 116, 'open_by_handle_at': 265, 'name_to_handle_at': 264,
     'settimeofday': 170, 'clock_settime': 112, 'clock_adjtime': 266, 'adjtimex': 171,
-    'sethostname': 161, 'setdomainname': 162,
+    'sethostname': 161, 'setdomainname': 162, 'msgget': 186, 'semget': 190, 'shmget': 194,
 }  # fmt: skip
 
 # machine name -> (AUDIT_ARCH value, syscall table, has the x32 ABI)

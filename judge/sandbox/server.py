@@ -23,8 +23,7 @@ if __name__ == '__main__':  # started as a script: make the package importable, 
     _root = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
     sys.path.insert(0, _root)
 
-from judge.sandbox.child import ChildPlan
-from judge.sandbox.execute import ExecOutcome, execute, kill_process_group, reap_orphans
+from judge.sandbox.execute import ExecOutcome, Spare, execute, fork_spare, kill_process_group, reap_orphans
 from judge.sandbox.jail import Jail
 from judge.sandbox.limits import Limits
 from judge.sandbox.protocol import ProtocolError, recv_message, send_message
@@ -37,7 +36,9 @@ class SlotServer:
 
     def __init__(self, config: dict[str, Any]) -> None:
         self.jail = Jail(config)
+        self.prep = self.jail.child_prep()
         self.counter = 0
+        self.spare: Spare | None = None
 
     def _workdir(self) -> str:
         self.counter += 1
@@ -81,6 +82,20 @@ class SlotServer:
             os.chmod(tmp, 0o755)
             os.replace(tmp, dst)
 
+    def _take_spare(self) -> Spare:
+        spare, self.spare = self.spare, None
+        if spare is not None and spare.alive():
+            return spare
+        if spare is not None:
+            spare.discard()
+            shutil.rmtree(spare.workdir, ignore_errors=True)
+        return fork_spare(self.prep, self._workdir())
+
+    def refill(self) -> None:
+        """Fork the next execution's child ahead of its request (off the critical path)."""
+        if self.spare is None:
+            self.spare = fork_spare(self.prep, self._workdir())
+
     def handle(self, header: dict[str, Any], blobs: list[bytes]) -> tuple[dict[str, Any], tuple[bytes, ...]]:
         """Run one request and build the reply."""
         op = header.get('op')
@@ -88,32 +103,32 @@ class SlotServer:
             return {'ok': True, 'tier': self.jail.tier, 'detail': self.jail.detail}, ()
         if op != 'exec':
             return {'ok': False, 'error': f'unknown op {op!r}'}, ()
-        limits = Limits.from_dict(header.get('limits') or {})
-        workdir = self._workdir()
+        limits = self.jail.effective_limits(Limits.from_dict(header.get('limits') or {}))
+        spare = self._take_spare()
+        workdir = spare.workdir
+        started = False
         try:
             files = dict(header.get('files') or {})
-            if header.get('python_source') is not None:  # on disk too, for tracebacks' source lines
-                files[header.get('python_filename') or 'source.py'] = header['python_source']
+            source = header.get('python_source')
+            filename = header.get('python_filename') or 'source.py'
+            if source is not None:  # on disk too, for tracebacks' source lines
+                files[filename] = source
             self._write_files(workdir, files, header.get('imports') or {})
-            plan = ChildPlan(
-                limits=self.jail.effective_limits(limits),
-                workdir=workdir,
-                env=self.jail.child_env(workdir),
-                stdin_fd=-1,
-                stdout_fd=-1,
-                stderr_fd=-1,
-                status_fd=-1,
-                argv=list(header.get('argv') or []),
-                python_source=header.get('python_source'),
-                python_filename=header.get('python_filename') or 'source.py',
-            )
-            self.jail.fill_plan(plan)
-            stdin = blobs[0] if blobs else b''
-            outcome = execute(plan, stdin, self._kill_all)
+            plan = {
+                'limits': limits.to_dict(),
+                'env': self.jail.child_env(workdir),
+                'argv': list(header.get('argv') or []),
+                'python_source': source,
+                'python_filename': filename,
+            }
+            started = True
+            outcome = execute(spare, plan, blobs[0] if blobs else b'', limits, self._kill_all)
             outcome.memory_exceeded = self.jail.memory_exceeded(outcome)
             if outcome.exit_code == 0 and not outcome.timed_out:
                 self._export(workdir, header.get('exports') or {})
         finally:
+            if not started:
+                spare.discard()
             self._kill_all(0)
             reap_orphans()
             shutil.rmtree(workdir, ignore_errors=True)
@@ -138,6 +153,10 @@ class SlotServer:
                 logger.exception('request failed')
                 reply, out = {'ok': False, 'error': f'{type(exc).__name__}: {exc}'}, ()
             send_message(wfd, reply, out)
+            try:
+                self.refill()
+            except OSError:
+                logger.exception('could not fork a spare child; will retry on the next request')
 
 
 def _reply(outcome: ExecOutcome) -> dict[str, Any]:
@@ -174,6 +193,7 @@ def main(argv: list[str]) -> int:
         return 1
     gc.collect()
     gc.freeze()  # children then never touch (copy) the server's objects for garbage collection
+    server.refill()
     server.serve(rfd, wfd)
     return 0
 
