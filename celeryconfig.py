@@ -9,9 +9,11 @@ from __future__ import annotations
 from kombu import Queue
 
 from judge.contracts import PRIORITY_BATCH, QUEUE_BATCH, QUEUE_LONG, QUEUE_RUN
+from judge.redisconn import celery_broker_options
 from judge.settings import get_settings
 
 _s = get_settings()
+_broker = celery_broker_options(_s)
 
 broker_url = _s.redis_uri
 result_backend = None  # submissions reply on per-request lists, never through the result backend
@@ -62,6 +64,10 @@ broker_transport_options = {
     'socket_connect_timeout': 5,
     'health_check_interval': 25,
 }
+if 'master_name' in _broker:  # Redis Sentinel
+    broker_transport_options['master_name'] = _broker['master_name']
+if 'broker_use_ssl' in _broker:  # rediss:// with verified certificates
+    broker_use_ssl = _broker['broker_use_ssl']
 visibility_timeout = _visibility_timeout_s
 
 # Task events are coalesced into one publish per 50 ms (see judge/consumer.py).

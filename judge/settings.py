@@ -76,7 +76,23 @@ class Settings(BaseSettings):
     cache_dir: str = Field('/var/cache/judge', validation_alias=_env('JUDGE_CACHE_DIR'))
     max_batch_size: int = Field(10000, gt=0, validation_alias=_env('JUDGE_MAX_BATCH_SIZE'))
     max_body_mb: float = Field(64, gt=0, validation_alias=_env('JUDGE_MAX_BODY_MB'))
+    """Request bodies larger than this get 413 before they are parsed."""
+    max_in_flight: int = Field(20000, ge=0, validation_alias=_env('JUDGE_MAX_IN_FLIGHT'))
+    """Submissions in flight per gateway process; beyond it requests get 429 + Retry-After. 0: no cap."""
+    retry_after_s: int = Field(2, ge=1, validation_alias=_env('JUDGE_RETRY_AFTER_S'))
+    """`Retry-After` of a 429 answer, seconds."""
     reply_ttl_s: int = Field(600, gt=0, validation_alias=_env('JUDGE_REPLY_TTL_S'))
+    redis_tls_ca_file: str = Field('', validation_alias=_env('JUDGE_REDIS_TLS_CA_FILE'))
+    """CA bundle to verify a `rediss://` server with."""
+    redis_tls_cert_file: str = Field('', validation_alias=_env('JUDGE_REDIS_TLS_CERT_FILE'))
+    redis_tls_key_file: str = Field('', validation_alias=_env('JUDGE_REDIS_TLS_KEY_FILE'))
+    redis_tls_verify: Literal['required', 'optional', 'none'] = Field(
+        'required', validation_alias=_env('JUDGE_REDIS_TLS_VERIFY')
+    )
+    redis_sentinel_master: str = Field('mymaster', validation_alias=_env('JUDGE_REDIS_SENTINEL_MASTER'))
+    """Master name when `REDIS_URI` is `sentinel://...`."""
+    error_case_budget_mb: int = Field(1024, gt=0, validation_alias=_env('JUDGE_ERROR_CASE_BUDGET_MB'))
+    """Disk budget of `ERROR_CASE_SAVE_PATH`; the oldest cases go first."""
     task_events: bool = Field(True, validation_alias=_env('JUDGE_TASK_EVENTS'))
     """Send Celery task events (Flower needs them; they cost ~0.6 ms CPU per task)."""
 

@@ -29,6 +29,35 @@ logger = logging.getLogger('judge.tasks')
 
 _MAX_WORKER_LOST_RETRIES = 2
 
+CANCELLED_KEY = 'judge:cancelled'
+"""ZSET of reply keys whose client went away (score: expiry, epoch seconds); written by the gateway."""
+_CANCEL_POLL_S = 0.25
+
+
+class _Cancelled:
+    """This process's copy of `CANCELLED_KEY`, refreshed at most every `_CANCEL_POLL_S` seconds."""
+
+    keys: frozenset[str] = frozenset()
+    next_poll: float = 0.0
+
+
+def is_cancelled(reply_to: str) -> bool:
+    """Whether the request behind ``reply_to`` was abandoned by its client.
+
+    One Redis round trip (~30 us CPU) per process at most every 0.25 s, whatever the task rate;
+    otherwise a set lookup.  A Redis error keeps the previous copy: never fail a submission over it.
+    """
+    now = time.monotonic()
+    if now >= _Cancelled.next_poll:
+        _Cancelled.next_poll = now + _CANCEL_POLL_S
+        try:
+            members = _redis().zrangebyscore(CANCELLED_KEY, time.time(), '+inf')
+        except redis.RedisError as exc:
+            logger.warning('could not read %s: %s', CANCELLED_KEY, exc)
+        else:
+            _Cancelled.keys = frozenset(m.decode() if isinstance(m, bytes) else str(m) for m in members)
+    return reply_to in _Cancelled.keys
+
 
 class _Slot:
     """This process's sandbox slot, runner and Redis connection (created lazily)."""
@@ -72,7 +101,7 @@ def build_runner(settings: Settings) -> Runner:
                 'memory_mb': settings.max_memory,
                 'pids': settings.pids_limit,
                 'keep_writable': [cache_dir],
-                'read_paths': [cache_dir],
+                'read_paths': [pch_dir],
             },
         )
     )
@@ -144,6 +173,12 @@ def internal_error(sub: dict[str, Any], message: str, cost_s: float = 0.0) -> di
 def run(self: Task, sub: dict[str, Any], reply_to: str, index: int, batch_id: str = '') -> None:
     """Judge one submission and push its result to ``reply_to``."""
     start = time.monotonic()
+    if is_cancelled(reply_to):
+        logger.info('sub_id=%s batch=%s: skipped, its client went away', sub.get('sub_id'), batch_id)
+        return
+    logger.info(
+        'start sub_id=%s batch=%s pid=%d retries=%d', sub.get('sub_id'), batch_id, os.getpid(), self.request.retries
+    )
     try:
         result = _runner().run(sub)
     except SoftTimeLimitExceeded:

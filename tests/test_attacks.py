@@ -11,7 +11,8 @@ run as a non-root uid inside a private PID namespace, that the node reports the 
 and that both slots' cgroups carry the pids/memory bounds.  Only then are fork bombs, memory bombs and
 ``kill(-1)`` submitted.  Set ``JUDGE_REQUIRE_ATTACKS=1`` to turn a refusal into a failure.
 
-Known sandbox weaknesses are documented as ``xfail(strict=True)`` cases at the end of the file.
+Weaknesses this suite found are regression cases at the end of the file; an open sandbox bug is marked
+``xfail(strict=True, reason=...)`` there so the suite stays green while documenting it.
 """
 
 from __future__ import annotations
@@ -47,6 +48,7 @@ MEMORY_BOUND = 256 * 1024 * 1024
 MAX_CHARS = 1000  # MAX_STDOUT_ERROR_LENGTH default
 FILE_LIMIT = 16 * 1024 * 1024  # JUDGE_FILE_SIZE_LIMIT_MB default
 DENIED = {'EPERM', 'EACCES', 'ENOENT', 'EROFS'}
+EMPTY = "OK:b''"  # /etc/shadow is covered by a /dev/null bind mount: reading it may succeed, with nothing
 NET_DENIED = {'EPERM', 'EACCES', 'ENETUNREACH'}
 
 # Common helpers prepended to every attack program.  `P` holds the case's parameters; `report` prints one
@@ -428,20 +430,31 @@ report(ppid=ppid, kill_parent=attempt(os.kill, ppid, signal.SIGKILL), stop_init=
        killpg_init=attempt(os.killpg, pgid, signal.SIGKILL) if pgid > 0 else 'no-group-here')
 """
 
-IPC_CREATE = """
+STATE_CREATE = """
 import ctypes
 libc = ctypes.CDLL(None, use_errno=True)
 libc.shmat.restype = ctypes.c_void_p
-shm = libc.shmget(P['key'], 65536, 0o1000 | 0o600)
+def ipc(ret):
+    return 'OK' if ret >= 0 else errno.errorcode.get(ctypes.get_errno(), str(ctypes.get_errno()))
+made = {}
+shm = libc.shmget(P['key'], 65536, 0o1000 | 0o600)  # IPC_CREAT
+made['shm'] = ipc(shm)
 if shm >= 0:
     addr = libc.shmat(shm, None, 0)
     ctypes.memmove(addr, P['marker'].encode(), len(P['marker']))
     libc.shmdt(ctypes.c_void_p(addr))
-msq = libc.msgget(P['key'], 0o1000 | 0o600)
-report(shm=shm, msq=msq, cgroup=[l.strip() for l in open('/proc/self/cgroup') if 'pids' in l or l.startswith('0::')])
+made['msg'] = ipc(libc.msgget(P['key'], 0o1000 | 0o600))
+made['sem'] = ipc(libc.semget(P['key'], 1, 0o1000 | 0o600))
+made['mq'] = ipc(libc.mq_open(('/' + P['marker']).encode(), os.O_CREAT | os.O_RDWR, 0o600, None))
+def write(path):
+    with open(path, 'w') as f:
+        f.write(P['marker'])
+made['dev_shm'] = attempt(write, '/dev/shm/' + P['marker'])
+made['home'] = attempt(write, os.path.join(os.environ['HOME'], P['marker']))
+report(made=made, workdir=os.getcwd(), cgroup=[l.strip() for l in open('/proc/self/cgroup') if 'pids' in l])
 """
 
-IPC_READ = """
+STATE_READ = """
 import ctypes
 libc = ctypes.CDLL(None, use_errno=True)
 libc.shmat.restype = ctypes.c_void_p
@@ -452,11 +465,37 @@ if shm >= 0:
     found['shm'] = ctypes.string_at(addr, len(P['marker'])).decode(errors='replace')
     libc.shmdt(ctypes.c_void_p(addr))
     libc.shmctl(shm, 0, None)  # IPC_RMID: clean up what the earlier execution left
-msq = libc.msgget(P['key'], 0)
-if msq >= 0:
-    found['msq'] = msq
-    libc.msgctl(msq, 0, None)
-report(found=found, cgroup=[l.strip() for l in open('/proc/self/cgroup') if 'pids' in l or l.startswith('0::')])
+for name, get, rm in (('msg', libc.msgget, libc.msgctl), ('sem', libc.semget, libc.semctl)):
+    ident = get(P['key'], 0, 0) if name == 'sem' else get(P['key'], 0)
+    if ident >= 0:
+        found[name] = ident
+        rm(ident, 0, 0) if name == 'sem' else rm(ident, 0, None)
+mq = ('/' + P['marker']).encode()
+if libc.mq_open(mq, os.O_RDONLY, 0, None) >= 0:
+    found['mq'] = True
+    libc.mq_unlink(mq)
+for path in ('/dev/shm/' + P['marker'], P['workdir']):
+    if os.path.exists(path):
+        found[path] = True
+report(found=found, cgroup=[l.strip() for l in open('/proc/self/cgroup') if 'pids' in l])
+"""
+
+CACHE_SNOOP = """
+import subprocess
+found, ran = [], []
+for root, dirs, files in os.walk(P['cache']):
+    for name in files:
+        path = os.path.join(root, name)
+        try:
+            if os.path.getsize(path) < (8 << 20):
+                with open(path, 'rb') as f:
+                    if P['marker'].encode() in f.read():
+                        found.append(path)
+        except OSError:
+            pass
+for path in found:  # run another submission's compiled solution
+    ran.append(attempt(lambda: subprocess.run([path], capture_output=True, timeout=2).stdout.decode()))
+report(listing=attempt(lambda: len(os.listdir(P['cache']))), found=found, ran=ran)
 """
 
 UNIX_SOCKET = """
@@ -534,8 +573,25 @@ def _host_pidns() -> str:
     return os.readlink('/proc/self/ns/pid')
 
 
-def _proc_info(pid: int) -> tuple[int, int, str, str] | None:
-    """(ppid, real uid, state, cmdline) of a host process, or None when it is gone."""
+@dataclass(frozen=True)
+class HostProc:
+    """A host process as this (root) test process sees it in /proc."""
+
+    pid: int
+    ppid: int
+    uid: int
+    state: str
+    cmdline: str
+
+    @property
+    def cwd(self) -> str:
+        try:
+            return os.readlink(f'/proc/{self.pid}/cwd')
+        except OSError:
+            return ''
+
+
+def _proc_info(pid: int) -> HostProc | None:
     try:
         stat_text = Path(f'/proc/{pid}/stat').read_text()
         status = Path(f'/proc/{pid}/status').read_text()
@@ -544,44 +600,76 @@ def _proc_info(pid: int) -> tuple[int, int, str, str] | None:
         return None
     fields = stat_text.rpartition(')')[2].split()
     uid = next(int(line.split()[1]) for line in status.splitlines() if line.startswith('Uid:'))
-    return int(fields[1]), uid, fields[0], cmdline.strip()
+    return HostProc(pid, int(fields[1]), uid, fields[0], cmdline.strip())
 
 
-def _descendants(root: int) -> dict[int, tuple[int, str, str]]:
-    """Host processes below ``root``: pid -> (uid, state, cmdline)."""
+def _host_procs() -> dict[int, HostProc]:
+    """Every process on the host."""
     info = {}
     for entry in os.listdir('/proc'):
         if entry.isdigit():
             got = _proc_info(int(entry))
             if got is not None:
-                info[int(entry)] = got
+                info[got.pid] = got
+    return info
+
+
+def _descendants(root: int) -> dict[int, HostProc]:
+    """Host processes below ``root``."""
+    info = _host_procs()
     children: dict[int, list[int]] = {}
-    for pid, (ppid, _, _, _) in info.items():
-        children.setdefault(ppid, []).append(pid)
-    found: dict[int, tuple[int, str, str]] = {}
+    for proc in info.values():
+        children.setdefault(proc.ppid, []).append(proc.pid)
+    found: dict[int, HostProc] = {}
     todo = list(children.get(root, []))
     while todo:
         pid = todo.pop()
-        _, uid, state, cmdline = info[pid]
-        found[pid] = (uid, state, cmdline)
+        found[pid] = info[pid]
         todo.extend(children.get(pid, []))
     return found
 
 
-def _slot_leftovers(stack: Stack, gate: SafetyInfo) -> dict[int, tuple[int, str, str]]:
-    """Live (non-zombie) processes of the slot uids below this stack's worker.
+def _is_slot_server(proc: HostProc) -> bool:
+    return proc.uid == 0 and 'sandbox/server.py' in proc.cmdline
 
-    Restricted to the worker's process tree: other stacks on this machine use the same slot uids.
+
+def _slot_leftovers(gate: SafetyInfo) -> dict[int, HostProc]:
+    """Live (non-zombie) processes of this stack's slot uids anywhere on the host, except idle spares.
+
+    Slot numbers, hence slot uids, are unique per host (judge.sandbox.slots), so every process of these
+    uids belongs to this stack.  A slot server may keep one pre-forked, already jailed child waiting for
+    the next request (a spare: forked, not exec'd, so it has its server's command line, and it waits in
+    a fresh, existing work dir); one such child per slot server is not a leftover.
     """
-    return {
-        pid: info
-        for pid, info in _descendants(stack.worker.proc.pid).items()
-        if info[0] in gate.slot_uids and info[1] not in ('Z', 'X')
-    }
+    procs = _host_procs()
+    live = {pid: p for pid, p in procs.items() if p.uid in gate.slot_uids and p.state not in ('Z', 'X')}
+    spare_of: dict[int, int] = {}
+    for pid, proc in sorted(live.items()):
+        parent = procs.get(proc.ppid)
+        if (
+            parent is not None
+            and _is_slot_server(parent)
+            and proc.cmdline == parent.cmdline
+            and proc.cwd
+            and not proc.cwd.endswith('(deleted)')
+            and proc.ppid not in spare_of
+        ):
+            spare_of[proc.ppid] = pid
+    spares = set(spare_of.values())
+    return {pid: proc for pid, proc in live.items() if pid not in spares}
 
 
 def _slot_servers(stack: Stack) -> set[int]:
-    return {pid for pid, (_, _, cmd) in _descendants(stack.worker.proc.pid).items() if 'sandbox/server.py' in cmd}
+    """The slot servers below the worker: per slot the outer relay and the server inside the namespaces.
+
+    Their children (a spare still setting itself up is briefly root with the same command line) are not
+    slot servers.
+    """
+    below = _descendants(stack.worker.proc.pid)
+    servers = {pid for pid, proc in below.items() if _is_slot_server(proc)}
+    outer = {pid for pid in servers if below[pid].ppid not in servers}
+    inner = {pid for pid in servers if below[pid].ppid in outer}
+    return outer | inner
 
 
 def _pgrep(pattern: str) -> list[str]:
@@ -695,7 +783,7 @@ class Attack:
     markers: dict[str, str]
     results: dict[str, dict[str, Any]] = field(default_factory=dict)
     wall_s: float = 0.0
-    leftovers: dict[int, tuple[int, str, str]] = field(default_factory=dict)
+    leftovers: dict[int, HostProc] = field(default_factory=dict)
     daemons_after: list[str] = field(default_factory=list)
 
 
@@ -778,7 +866,7 @@ def attack(stack: Stack, gateway_url: str, safety_gate: SafetyInfo) -> Iterator[
         results = _batch(gateway_url, list(cases.values()))
         state.wall_s = time.monotonic() - start
         # host-side checks right after the answer, before anything else runs
-        state.leftovers = _slot_leftovers(stack, safety_gate)
+        state.leftovers = _slot_leftovers(safety_gate)
         state.daemons_after = _pgrep(base)
         state.results = dict(zip(cases, results, strict=True))
         yield state
@@ -797,8 +885,8 @@ def test_main_batch_survived_every_attack(attack: Attack) -> None:
     for name, result in attack.results.items():
         assert result['verdict'] not in ('internal_error', 'queue_timeout'), (name, result)
         assert not result.get('error'), (name, result)
-    # two 4 s wall-clock cases ran side by side; everything else is quick
-    assert attack.wall_s < 3 * TIME_LIMIT_S, attack.wall_s
+    # two 4 s wall-clock cases run side by side; everything else is quick (generous bound: shared machine)
+    assert attack.wall_s < 5 * TIME_LIMIT_S, attack.wall_s
 
 
 def test_network_tcp_udp_ipv6_raw_are_refused(attack: Attack) -> None:
@@ -823,8 +911,7 @@ def test_host_files_are_unreadable(attack: Attack) -> None:
     _survived(result)
     got = _report(result)
     for name, outcome in got.items():
-        assert outcome in DENIED, (name, outcome)
-    assert got['shadow'] == 'EACCES'  # a /dev/null bind plus Landlock
+        assert outcome in DENIED or (name == 'shadow' and outcome == EMPTY), (name, outcome)
     assert f'TOP-SECRET-{attack.marker}' not in result['stdout'] + result['stderr']
     assert 'REDIS' not in result['stdout']
 
@@ -958,9 +1045,9 @@ def test_symlink_tricks_in_the_work_dir(stack: Stack, attack: Attack) -> None:
     _survived(result)
     got = _report(result)
     for name, outcome in got.items():
-        # an empty listing means the hidden (empty tmpfs) directory, which is fine too
-        assert _refused(outcome) or outcome == 'OK:[]' and name == 'project_dir_link', (name, outcome)
-    assert got['shadow_link'] == 'EACCES' and got['run'] == 'EACCES', got
+        # an empty listing is the hidden (empty tmpfs) project dir; an empty read is /etc/shadow's /dev/null
+        assert _refused(outcome) or outcome == {'project_dir_link': 'OK:[]'}.get(name, EMPTY), (name, outcome)
+    assert got['shadow_link'] in (*DENIED, EMPTY) and got['run'] in (*DENIED, EMPTY), got
     assert got['hardlink_shadow'] in ('EXDEV', 'EPERM', 'EACCES'), got
     cache = Path(stack.env['JUDGE_CACHE_DIR'])
     assert not [p for p in cache.rglob('*') if p.is_symlink()], 'a symlink reached the compile cache'
@@ -997,11 +1084,14 @@ def test_environment_is_clean_and_unprivileged(attack: Attack, safety_gate: Safe
 def test_cpp_include_of_host_files(attack: Attack, target: str) -> None:
     result = attack.results['cpp_include_shadow' if target == '/etc/shadow' else 'cpp_include_project']
     _survived(result)
-    assert result['verdict'] == 'compile_error', result
     if target == '/etc/shadow':
-        assert '/etc/shadow: Permission denied' in result['stderr'], result
-        assert 'root:' not in result['stderr'], result
+        # refused, or it includes the empty /dev/null that covers /etc/shadow: never a password hash
+        assert (
+            result['verdict'] == 'compile_error' and '/etc/shadow: Permission denied' in result['stderr']
+        ) or result['verdict'] == 'accepted', result
+        assert 'root:' not in result['stderr'] + result['stdout'], result
     else:
+        assert result['verdict'] == 'compile_error', result
         assert f'{PROJECT_FILE}: No such file or directory' in result['stderr'], result
         assert 'pydantic' not in result['stderr'], result
 
@@ -1048,25 +1138,26 @@ def test_killing_the_parent_leaves_the_slot_alive(stack: Stack, gateway_url: str
 
 
 # --------------------------------------------------------------------------------------------------
-# known weaknesses (xfail strict: they flip to a failure as soon as the sandbox is fixed)
+# weaknesses this suite found (regression tests now; if one comes back before its fix, mark it
+# pytest.mark.xfail(strict=True, reason=...) rather than deleting it)
 
 
-@pytest.mark.xfail(
-    strict=True,
-    reason='SANDBOX BUG: the slot IPC namespace is shared by every execution of the slot, so SysV shm '
-    'segments and message queues outlive the execution (cross-execution channel; shm also keeps memory '
-    'charged to the slot cgroup, so one submission can poison a slot for all later ones)',
-)
-def test_sysv_ipc_does_not_outlive_the_execution(gateway_url: str) -> None:
+def test_no_state_survives_between_executions(gateway_url: str) -> None:
+    """SysV IPC, POSIX message queues, /dev/shm and work-dir files must not carry over to a later execution.
+
+    The slot's IPC namespace and /dev/shm live as long as the slot server, so anything left there would
+    be a channel between executions (and SysV shm would stay charged to the slot's memory cgroup).
+    """
     key = random.randrange(0x10000000, 0x7FFFFFFF)
-    marker = f'IPC-{uuid.uuid4().hex[:12]}'
-    created = _batch(gateway_url, [_py(IPC_CREATE, key=key, marker=marker)], route='/run/batch')[0]
+    marker = f'state-{uuid.uuid4().hex[:12]}'
+    created = _batch(gateway_url, [_py(STATE_CREATE, key=key, marker=marker)], route='/run/batch')[0]
     _survived(created)
     made = _report(created)
-    assert made['shm'] >= 0 and made['msq'] >= 0, made  # creating them is allowed; keeping them is not
+    assert made['made']['home'] == 'OK', made  # its own work dir is writable
     seen: dict[str, Any] | None = None
-    for _ in range(6):  # readers until one lands on the creator's slot (it also removes the objects)
-        for result in _batch(gateway_url, [_py(IPC_READ, key=key, marker=marker) for _ in range(SLOTS)], '/run/batch'):
+    for _ in range(6):  # readers until one lands on the creator's slot (it also removes what it finds)
+        readers = [_py(STATE_READ, key=key, marker=marker, workdir=made['workdir']) for _ in range(SLOTS)]
+        for result in _batch(gateway_url, readers, route='/run/batch'):
             _survived(result)
             got = _report(result)
             if got['cgroup'] == made['cgroup']:
@@ -1074,7 +1165,19 @@ def test_sysv_ipc_does_not_outlive_the_execution(gateway_url: str) -> None:
         if seen is not None:
             break
     assert seen is not None, 'no reader ran in the creating slot'
-    assert seen['found'] == {}, f'an earlier execution left SysV IPC objects behind: {seen}'
+    assert seen['found'] == {}, f'an earlier execution left state behind: {made} -> {seen}'
+
+
+def test_compile_cache_of_other_submissions_is_unreadable(stack: Stack, gateway_url: str) -> None:
+    marker = f'CACHED-{uuid.uuid4().hex[:12]}'
+    cpp = {'type': 'cpp', 'solution': f'#include <cstdio>\nint main() {{ puts("{marker}"); return 0; }}\n'}
+    compiled = _batch(gateway_url, [cpp], route='/run/batch')[0]
+    assert compiled['verdict'] == 'accepted' and compiled['stdout'] == marker + '\n', compiled
+    snoop = _batch(gateway_url, [_py(CACHE_SNOOP, cache=stack.env['JUDGE_CACHE_DIR'], marker=marker)], '/run/batch')
+    _survived(snoop[0])
+    got = _report(snoop[0])
+    assert got['found'] == [] and got['ran'] == [], f"another submission's binary was read/run: {got}"
+    assert _refused(got['listing']), got
 
 
 @pytest.fixture
@@ -1117,13 +1220,8 @@ def host_unix_socket() -> Iterator[tuple[str, list[bytes]]]:
         directory.rmdir()
 
 
-@pytest.mark.xfail(
-    strict=True,
-    reason='SANDBOX BUG: host /tmp stays visible in the namespaces tier and Landlock (ABI 7) does not '
-    'govern connect() on pathname Unix sockets, so a world-writable socket on the host (e.g. Redis '
-    '--unixsocket) is reachable from a submission',
-)
 def test_host_unix_socket_is_unreachable(gateway_url: str, host_unix_socket: tuple[str, list[bytes]]) -> None:
+    """Pathname Unix sockets cross network namespaces and Landlock (ABI 7) does not govern connect()."""
     path, received = host_unix_socket
     marker = f'UNIX-{uuid.uuid4().hex[:12]}'
     result = _batch(gateway_url, [_py(UNIX_SOCKET, path=path, marker=marker)], route='/run/batch')[0]
@@ -1134,24 +1232,16 @@ def test_host_unix_socket_is_unreachable(gateway_url: str, host_unix_socket: tup
     assert _refused(outcome), outcome
 
 
-@pytest.mark.xfail(
-    strict=True,
-    reason='SANDBOX BUG: remount_readonly_recursive applies MOUNT_ATTR_NODEV to the whole tree, so '
-    '/dev/null, /dev/zero and /dev/urandom cannot be opened (EACCES) and subprocess.DEVNULL fails',
-)
 def test_dev_nodes_are_usable(attack: Attack) -> None:
+    """Not an attack: a nodev remount of the whole tree would break /dev/null, /dev/urandom, DEVNULL."""
     result = attack.results['dev_nodes']
     _survived(result)
     got = _report(result)
     assert got == {'dev_null_write': 'OK', 'dev_urandom': 'OK:64', 'subprocess_devnull': 'OK:0'}, got
 
 
-@pytest.mark.xfail(
-    strict=True,
-    reason='SANDBOX BUG: the private /dev/shm tmpfs is mounted before the recursive read-only remount '
-    'and is not in keep_writable, so it is read-only (EROFS) and multiprocessing.Lock() fails',
-)
 def test_private_dev_shm_is_writable(attack: Attack) -> None:
+    """Not an attack: the slot's private /dev/shm must be writable (multiprocessing needs it), never the host's."""
     result = attack.results['dev_shm']
     _survived(result)
     got = _report(result)
@@ -1167,5 +1257,5 @@ def test_zz_slots_still_work_after_the_attacks(stack: Stack, gateway_url: str, s
     results = _batch(gateway_url, [{'type': 'python', 'solution': 'print(1)', 'expected_output': '1'}] * 4)
     for result in results:
         assert (result['verdict'], result['success'], result['stdout']) == ('accepted', True, '1\n'), result
-    assert _slot_leftovers(stack, safety_gate) == {}
+    assert _slot_leftovers(safety_gate) == {}
     assert stack.worker.proc.poll() is None
