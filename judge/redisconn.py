@@ -78,7 +78,7 @@ def sync_client(settings: Settings, **extra: Any) -> redis.Redis:
     if is_sentinel(settings.redis_uri):
         hosts, db = sentinel_hosts(settings.redis_uri)
         sentinel = Sentinel(hosts, socket_timeout=5)  # type: ignore[no-untyped-call]
-        client: redis.Redis = sentinel.master_for(settings.redis_sentinel_master, db=db, **options)
+        client: redis.Redis = sentinel.master_for(settings.redis_sentinel_master, db=db, **options)  # type: ignore[no-untyped-call]
         return client
     return redis.Redis.from_url(settings.redis_uri, **tls_options(settings), **options)
 

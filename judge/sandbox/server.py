@@ -106,7 +106,7 @@ class SlotServer:
         limits = self.jail.effective_limits(Limits.from_dict(header.get('limits') or {}))
         spare = self._take_spare()
         workdir = spare.workdir
-        started = False
+        started = cleaned = False
         try:
             files = dict(header.get('files') or {})
             source = header.get('python_source')
@@ -123,13 +123,15 @@ class SlotServer:
             }
             started = True
             outcome = execute(spare, plan, blobs[0] if blobs else b'', limits, self._kill_all)
+            cleaned = True  # execute() killed everything the execution started before returning
             outcome.memory_exceeded = self.jail.memory_exceeded(outcome)
             if outcome.exit_code == 0 and not outcome.timed_out:
                 self._export(workdir, header.get('exports') or {})
         finally:
             if not started:
                 spare.discard()
-            self._kill_all(0)
+            if not cleaned:
+                self._kill_all(0)
             reap_orphans()
             shutil.rmtree(workdir, ignore_errors=True)
         return _reply(outcome), (bytes(outcome.stdout), bytes(outcome.stderr))
