@@ -6,7 +6,7 @@ PIP := $(VENV)/bin/pip
 STAMP := $(VENV)/.installed
 BASE_PYTHON ?= $(shell command -v python3.11 >/dev/null 2>&1 && python3.11 -c 'import sys;print(sys.executable)' || python3 -c 'import sys;print(sys.executable)')
 
-.PHONY: install run test test-verl lint typecheck format bench clean system-deps
+.PHONY: install run test test-verl lint typecheck format bench soak clean system-deps
 
 system-deps:
 	@scripts/system-deps.sh
@@ -51,6 +51,22 @@ format: install
 
 bench: install
 	$(PY) -m toolkit.bench all
+
+# 45,000 trivial submissions the way an RL step sends them, against a private stack on free ports
+# (its own Redis, worker, gateway): every answer checked, peak RSS per component, Redis memory
+# before/after.  Not part of `make test`.  SOAK_N / SOAK_ARGS override the size and bench options.
+SOAK_N ?= 45000
+SOAK_ARGS ?= --senders 16 --per-request 32 --agents 1024
+soak: install
+	@scripts/system-deps.sh --test
+	@set -euo pipefail; mkdir -p .run; \
+	ports=($$($(PY) -c 'from scripts.stack import free_port; print(free_port(), free_port(), free_port())')); \
+	env -u REDIS_URI JUDGE_GATEWAY_PORT=$${ports[0]} JUDGE_FLOWER_PORT=$${ports[1]} JUDGE_REDIS_PORT=$${ports[2]} \
+		$(PY) -m scripts.stack > .run/soak-stack.log 2>&1 & stack=$$!; \
+	trap 'kill -TERM $$stack; wait $$stack || true' EXIT; \
+	$(PY) -c "from scripts.stack import wait_port; wait_port($${ports[0]}, 60)"; \
+	$(PY) -m toolkit.bench soak --url http://127.0.0.1:$${ports[0]} --n $(SOAK_N) $(SOAK_ARGS) \
+		--cpu --cpu-root $$stack --redis-url redis://127.0.0.1:$${ports[2]}/0
 
 clean:
 	rm -rf $(VENV) .pytest_cache .mypy_cache .ruff_cache build *.egg-info

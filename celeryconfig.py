@@ -52,7 +52,7 @@ task_queues = tuple(Queue(name, routing_key=name) for name in (QUEUE_RUN, QUEUE_
 
 # A node that vanishes gives its unacked tasks back after this; it must exceed the longest
 # execution of one task (compile + run + margin), or a slow task would run twice.
-_visibility_timeout_s = int(max(120, 2 * _s.task_time_limit_s))
+_visibility_timeout_s = int(_s.visibility_timeout_s or max(120, 2 * _s.task_time_limit_s))
 broker_transport_options = {
     'priority_steps': list(range(10)),
     'sep': ':',

@@ -2,9 +2,17 @@
 
 Each request gets its own Redis reply list.  Its submissions are published as one Celery group
 (shared ``group_id``, one task per submission) in a pipelined producer batch from a thread; the
-handler then awaits ``BLPOP`` on the reply list until every index has answered or the route's
+handler then awaits ``BLMPOP`` on the reply list until every index has answered or the route's
 deadline passes.  Unanswered submissions become ``queue_timeout`` and their tasks expire at the
 deadline, so nobody runs them for a client that has gone.
+
+Faults, checked about once a second while waiting:
+
+* the client disconnected: the reply key joins the ``judge:cancelled`` ZSET (`CANCELLED_KEY`), and
+  workers skip the request's tasks that have not started yet (see ``judge.tasks.is_cancelled``);
+* Redis lost its data (restart without persistence): the request's liveness key is gone, so every
+  unanswered submission gets ``internal_error`` at once instead of waiting for the deadline;
+* Redis unreachable: ``internal_error`` for the unanswered submissions.
 """
 
 from __future__ import annotations
@@ -38,6 +46,18 @@ logger = logging.getLogger('api.dispatch')
 
 _PUBLISH_SLICE = 200
 _POLL_SLICE_S = 1.0
+_CHECK_EVERY_S = 1.0
+_CANCEL_MARGIN_S = 60.0
+
+# Same name in judge/tasks.py (the worker must not import the gateway); a test checks they agree.
+CANCELLED_KEY = 'judge:cancelled'
+"""ZSET of abandoned reply keys, scored by expiry (epoch s); read by `judge.tasks.is_cancelled`."""
+LIVE_KEY_PREFIX = 'judge:live:'
+"""``judge:live:<request>`` exists while a request waits; if Redis loses it, Redis lost the queue too."""
+
+
+class RedisDataLost(RuntimeError):
+    """Redis no longer holds a waiting request's keys: it restarted (or was flushed)."""
 
 
 @dataclass(frozen=True)
@@ -130,15 +150,23 @@ class Dispatcher:
         loop = asyncio.get_running_loop()
         started = loop.time()
         deadline = started + route.wait_s
-        reply_to = f'{REPLY_KEY_PREFIX}{uuid.uuid4().hex}'
+        request_id = uuid.uuid4().hex
+        reply_to = f'{REPLY_KEY_PREFIX}{request_id}'
+        live_key = f'{LIVE_KEY_PREFIX}{request_id}'
         try:
+            await self.redis.set(live_key, 1, ex=int(route.wait_s + _CANCEL_MARGIN_S))
             await asyncio.to_thread(self._publish, payloads, route, reply_to, batch_id, time.time() + route.wait_s)
         except Exception as exc:
             logger.exception('batch=%s: publishing failed', batch_id)
             return [internal_error(p['sub_id'], f'could not enqueue: {type(exc).__name__}: {exc}') for p in payloads]
         results: list[dict[str, Any] | None] = [None] * len(payloads)
         try:
-            await self._collect(reply_to, results, deadline, disconnected)
+            await self._collect(reply_to, live_key, results, deadline, disconnected)
+        except RedisDataLost:
+            logger.error('batch=%s: Redis lost the queued work (restarted?)', batch_id)
+            for i, p in enumerate(payloads):
+                if results[i] is None:
+                    results[i] = internal_error(p['sub_id'], 'the queue lost this submission (Redis restarted)')
         except Exception as exc:
             logger.exception('batch=%s: waiting for results failed', batch_id)
             for i, p in enumerate(payloads):
@@ -148,7 +176,7 @@ class Dispatcher:
                     )
         finally:
             try:
-                await self.redis.delete(reply_to)
+                await self.redis.delete(reply_to, live_key)
             except Exception:  # the key expires on its own
                 logger.warning('batch=%s: could not delete %s', batch_id, reply_to)
         waited = loop.time() - started
@@ -184,28 +212,48 @@ class Dispatcher:
     async def _collect(
         self,
         reply_to: str,
+        live_key: str,
         results: list[dict[str, Any] | None],
         deadline: float,
         disconnected: Callable[[], Awaitable[bool]] | None,
     ) -> None:
+        """Fill ``results`` from the reply list until complete, the deadline, or the client leaves."""
         loop = asyncio.get_running_loop()
         missing = len(results)
+        next_check = loop.time() + _CHECK_EVERY_S
         while missing:
-            remaining = deadline - loop.time()
+            now = loop.time()
+            remaining = deadline - now
             if remaining <= 0:
                 return
-            # One round trip returns every result already there (BLMPOP, Redis >= 7).
-            item: Any = await self.redis.blmpop(
-                min(remaining, _POLL_SLICE_S), 1, reply_to, direction='LEFT', count=missing
-            )
-            if not item:
+            if now >= next_check:  # also while results stream in: a long batch is never idle
+                next_check = now + _CHECK_EVERY_S
                 if disconnected is not None and await disconnected():
-                    logger.info('%s: client went away; abandoning %d submissions', reply_to, missing)
+                    await self._cancel(reply_to, deadline - now)
+                    logger.info('%s: client went away; cancelled %d submissions', reply_to, missing)
                     return
+                if not await self.redis.exists(live_key):
+                    raise RedisDataLost(live_key)
+            item: Any = await self._pop(reply_to, min(remaining, _POLL_SLICE_S, _CHECK_EVERY_S), missing)
+            if not item:
                 continue
-            raw = item[1]
-            for entry in raw:
+            for entry in item[1]:
                 index, result = json.loads(entry)
                 if 0 <= index < len(results) and results[index] is None:
                     results[index] = result
                     missing -= 1
+
+    async def _cancel(self, reply_to: str, remaining_s: float) -> None:
+        """Tell the workers to skip the request's tasks that have not started (best effort)."""
+        now = time.time()
+        expiry = now + max(0.0, remaining_s) + _CANCEL_MARGIN_S
+        try:
+            pipe = self.redis.pipeline(transaction=False)
+            pipe.zadd(CANCELLED_KEY, {reply_to: expiry})
+            pipe.zremrangebyscore(CANCELLED_KEY, '-inf', now)
+            # GT/NX need Redis >= 7; on older servers the ZADD above still lands (no transaction).
+            pipe.expireat(CANCELLED_KEY, int(expiry) + 1, gt=True)
+            pipe.expireat(CANCELLED_KEY, int(expiry) + 1, nx=True)
+            await pipe.execute()
+        except Exception:  # the tasks still expire at the deadline
+            logger.warning('%s: could not record the cancellation', reply_to, exc_info=True)

@@ -3,10 +3,14 @@
 from __future__ import annotations
 
 import json
+import time
 from typing import Any
 
 from fastapi import APIRouter, Request, Response
 
+from api import metrics
+from api.access import log_request, trace_id
+from api.backpressure import InFlight
 from api.deps import GatewayDep
 from api.status import collect_status
 from judge.contracts import (
@@ -37,8 +41,21 @@ def _judge_view(result: dict[str, Any]) -> dict[str, Any]:
 async def _run(
     gateway: GatewayDep, request: Request, subs: list[Submission], route: str, batch_id: str
 ) -> list[dict[str, Any]]:
-    payloads = [task_payload(s) for s in subs]
-    return await gateway.dispatcher.run(payloads, gateway.routes[route], batch_id, request.is_disconnected)
+    in_flight: InFlight = request.app.state.in_flight
+    n = len(subs)
+    in_flight.acquire(n)  # 413/429 before anything is enqueued
+    started = time.perf_counter()
+    trace = trace_id(request)
+    label = f'{batch_id}/{trace}' if trace else batch_id  # appears in every worker log line of the batch
+    try:
+        payloads = [task_payload(s) for s in subs]
+        results = await gateway.dispatcher.run(payloads, gateway.routes[route], label, request.is_disconnected)
+    finally:
+        in_flight.release(n)
+    elapsed = time.perf_counter() - started
+    metrics.record(request.scope['path'], subs, results, elapsed)
+    log_request(request.scope['path'], label, subs, results, elapsed)
+    return results
 
 
 @router.get('/ping')

@@ -8,6 +8,8 @@ import logging
 import time
 from typing import TYPE_CHECKING, Any
 
+import redis.asyncio as aioredis
+
 from judge.contracts import NODE_INFO_KEY, QUEUES
 
 if TYPE_CHECKING:
@@ -20,9 +22,24 @@ _CACHE_S = 1.0
 _cache: dict[str, Any] = {'at': 0.0, 'value': None}
 
 
-def _priority_keys(queue: str) -> list[str]:
-    # kombu's Redis transport keeps one list per priority step: `queue` for 0, `queue:N` otherwise.
-    return [queue] + [f'{queue}:{p}' for p in range(1, 10)]
+_PRIORITIES = range(10)
+
+
+def _priority_key(queue: str, priority: int) -> str:
+    # kombu's Redis transport keeps one list per priority step: `queue` for 0, `queue:N` otherwise
+    # (`priority_steps` 0..9 and `sep` ':' in celeryconfig.py).
+    return f'{queue}:{priority}' if priority else queue
+
+
+async def queue_lengths(redis: aioredis.Redis) -> dict[tuple[str, int], int]:
+    """Messages waiting per (queue, priority), read in one pipelined round trip."""
+    pipe = redis.pipeline(transaction=False)
+    for queue in QUEUES:
+        for priority in _PRIORITIES:
+            pipe.llen(_priority_key(queue, priority))
+    lengths = await pipe.execute()
+    keys = [(queue, priority) for queue in QUEUES for priority in _PRIORITIES]
+    return {key: int(n) for key, n in zip(keys, lengths, strict=True)}
 
 
 def _live_workers(gateway: Gateway) -> dict[str, Any]:
@@ -34,14 +51,10 @@ async def collect_status(gateway: Gateway) -> dict[str, Any]:
     """Build the `/status` answer; worker liveness is cached for a second."""
     out: dict[str, Any] = {'queue': 0, 'num_workers': 0, 'broker': 'ok'}
     try:
-        pipe = gateway.redis.pipeline(transaction=False)
-        for queue in QUEUES:
-            for key in _priority_keys(queue):
-                pipe.llen(key)
-        lengths = await pipe.execute()
-        queues: dict[str, int] = {}
-        for i, queue in enumerate(QUEUES):
-            queues[queue] = sum(lengths[i * 10 : (i + 1) * 10])
+        lengths = await queue_lengths(gateway.redis)
+        queues: dict[str, int] = dict.fromkeys(QUEUES, 0)
+        for (queue, _), n in lengths.items():
+            queues[queue] += n
         out['queues'] = queues
         out['queue'] = sum(queues.values())
         info_raw = await gateway.redis.hgetall(NODE_INFO_KEY)

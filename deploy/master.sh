@@ -97,7 +97,10 @@ if [ -z "${REDIS_URI:-}" ] && [ "$start_redis" = 1 ]; then
     echo "master.sh: redis-server on $redis_host:$redis_port; workers use REDIS_URI=redis://<this host>:$redis_port/0"
 fi
 
-"$python" -m uvicorn api.main:app --host "$host" --port "$port" --workers "$workers" --no-access-log &
+# Several uvicorn processes: /metrics aggregates them through prometheus_client's multiprocess mode.
+export PROMETHEUS_MULTIPROC_DIR="${PROMETHEUS_MULTIPROC_DIR:-$(mktemp -d -t judge-metrics.XXXXXX)}"
+rm -f "$PROMETHEUS_MULTIPROC_DIR"/*.db
+"$python" -m uvicorn api.main:app --host "$host" --port "$port" --workers "$workers" --no-access-log --timeout-graceful-shutdown 30 &
 pids+=($!)
 
 if [ "$start_flower" = 1 ]; then

@@ -10,7 +10,7 @@ import enum
 import uuid
 from typing import Annotated, Any, Literal
 
-from pydantic import BaseModel, ConfigDict, Field, model_validator
+from pydantic import BaseModel, ConfigDict, Field, field_validator, model_validator
 
 RUN_TASK = 'judge.run'
 """Celery task name of one submission; the gateway enqueues by this name."""
@@ -31,8 +31,9 @@ PRIORITY_LONG = 7
 REPLY_KEY_PREFIX = 'judge:reply:'
 """Per-request Redis list on which workers push `[index, result]` pairs."""
 
-Language = Literal['python', 'cpp']
-LANGUAGES: tuple[str, ...] = ('python', 'cpp')
+Language = Literal['python', 'cpp', 'c', 'java', 'javascript', 'go', 'rust', 'bash']
+LANGUAGES: tuple[str, ...] = ('python', 'cpp', 'c', 'java', 'javascript', 'go', 'rust', 'bash')
+COMPILED_LANGUAGES: tuple[str, ...] = ('cpp', 'c', 'java', 'go', 'rust')
 
 
 class ResultReason(enum.StrEnum):
@@ -64,6 +65,16 @@ def new_id() -> str:
     return str(uuid.uuid4())
 
 
+def _check_unicode(value: str | None) -> str | None:
+    """Reject lone surrogates (valid JSON escapes, but not text): 422 instead of a failure later."""
+    if value is not None and not value.isascii():
+        try:
+            value.encode('utf-8')
+        except UnicodeEncodeError as e:
+            raise ValueError(f'invalid Unicode: lone surrogate at position {e.start}') from None
+    return value
+
+
 class Submission(BaseModel):
     """One piece of code to run, upstream's `Submission`."""
 
@@ -75,6 +86,19 @@ class Submission(BaseModel):
     solution: str
     input: str | None = None
     expected_output: str | None = None
+
+    @field_validator('sub_id', 'solution', 'input', 'expected_output')
+    @classmethod
+    def _text(cls, value: str | None) -> str | None:
+        return _check_unicode(value)
+
+    @field_validator('options')
+    @classmethod
+    def _options(cls, value: dict[str, str] | None) -> dict[str, str] | None:
+        for key, item in (value or {}).items():
+            _check_unicode(key)
+            _check_unicode(item)
+        return value
 
     @model_validator(mode='after')
     def _fill_id(self) -> Submission:
@@ -92,11 +116,26 @@ class BatchSubmission(BaseModel):
     type: Literal['batch'] = 'batch'
     submissions: Annotated[list[Submission], Field(min_length=1)]
 
+    @field_validator('sub_id')
+    @classmethod
+    def _text(cls, value: str | None) -> str | None:
+        return _check_unicode(value)
+
     @model_validator(mode='after')
     def _fill_id(self) -> BatchSubmission:
         if not self.sub_id:
             self.sub_id = new_id()
         return self
+
+
+class CompileInfo(BaseModel):
+    """How the compile step of a compiled language went (cached: it was compiled before on that node)."""
+
+    ok: bool
+    cached: bool
+    cost: float = Field(0.0, description='compile wall time, seconds (of the original compile when cached)')
+    stderr: str = ''
+    stderr_truncated: bool = False
 
 
 class JudgeResult(BaseModel):
@@ -113,6 +152,9 @@ class JudgeResult(BaseModel):
     stdout_truncated: bool = False
     stderr_truncated: bool = False
     error: str | None = Field(default=None, description='infrastructure error detail (internal_error only)')
+    toolchain: str | None = Field(default=None, description='version of the compiler or interpreter used')
+    compile_cached: bool | None = Field(default=None, description='compiled languages: the compile cache hit')
+    compile: CompileInfo | None = None
 
 
 class SubmissionResult(JudgeResult):
@@ -143,6 +185,164 @@ class StatusResult(BaseModel):
 
     queue: int
     num_workers: int
+
+
+CHECKERS = ('exact', 'strip', 'tokens', 'float:<tolerance>')
+
+
+def validate_checker(name: str) -> str:
+    """``name`` if it is a checker `judge.checker.get_checker` knows; ValueError otherwise."""
+    if name in ('exact', 'strip', 'tokens'):
+        return name
+    if name.startswith('float:'):
+        try:
+            tolerance = float(name.split(':', 1)[1])
+        except ValueError:
+            raise ValueError(f'bad tolerance in checker {name!r}') from None
+        if tolerance >= 0:  # also rejects nan
+            return name
+        raise ValueError('the tolerance of the float checker must be >= 0')
+    raise ValueError(f'unknown checker {name!r}; use one of {", ".join(CHECKERS)}')
+
+
+class TestCase(BaseModel):
+    """One test of `/judge/tests`: stdin and the expected stdout."""
+
+    model_config = ConfigDict(extra='ignore')
+    __test__ = False  # not a pytest class
+
+    input: str = ''
+    expected_output: str
+
+
+class JudgeTestsRequest(BaseModel):
+    """`POST /judge/tests`: one solution, compiled once, judged on every test."""
+
+    model_config = ConfigDict(extra='ignore')
+
+    sub_id: str | None = None
+    type: Language
+    solution: str
+    tests: Annotated[list[TestCase], Field(min_length=1)]
+    checker: str = Field('strip', description='exact | strip (upstream rule) | tokens | float:<tolerance>')
+    stop_on_first_failure: bool = Field(
+        False,
+        description='report tests only up to the first failing one (every test is still judged, in parallel)',
+    )
+
+    @field_validator('checker')
+    @classmethod
+    def _checker(cls, value: str) -> str:
+        return validate_checker(value)
+
+    @model_validator(mode='after')
+    def _fill_id(self) -> JudgeTestsRequest:
+        if not self.sub_id:
+            self.sub_id = new_id()
+        return self
+
+
+class TestResult(JudgeResult):
+    """One test's result in a `/judge/tests` answer (a `JudgeResult` plus the test's index)."""
+
+    __test__ = False
+
+    index: int
+
+
+class JudgeTestsResult(BaseModel):
+    """Answer of `/judge/tests`: the overall verdict, the reward-ready pass rate and every test."""
+
+    sub_id: str
+    verdict: Verdict
+    passed: int
+    total: int
+    pass_rate: float
+    compile_cached: bool | None = Field(None, description='compiled languages: no worker had to compile it')
+    compile: CompileInfo | None = None
+    toolchain: str | None = None
+    stopped_early: bool = Field(False, description='stop_on_first_failure cut the reported tests')
+    tests: list[TestResult]
+
+
+class BatchJudgeTestsRequest(BaseModel):
+    """`POST /judge/tests/batch`: many `/judge/tests` jobs at once."""
+
+    model_config = ConfigDict(extra='ignore')
+
+    sub_id: str | None = None
+    jobs: Annotated[list[JudgeTestsRequest], Field(min_length=1)]
+
+    @model_validator(mode='after')
+    def _fill_id(self) -> BatchJudgeTestsRequest:
+        if not self.sub_id:
+            self.sub_id = new_id()
+        return self
+
+
+class BatchJudgeTestsResult(BaseModel):
+    """Answer of `/judge/tests/batch`, jobs in request order."""
+
+    sub_id: str
+    results: list[JudgeTestsResult]
+
+
+def judge_tests_payloads(job: JudgeTestsRequest) -> list[dict[str, Any]]:
+    """One worker payload per test; each carries the checker name (`judge.runner.Runner.run`)."""
+    return [
+        {
+            'sub_id': f'{job.sub_id}:{i}',
+            'type': job.type,
+            'solution': job.solution,
+            'input': test.input,
+            'expected_output': test.expected_output,
+            'checker': job.checker,
+        }
+        for i, test in enumerate(job.tests)
+    ]
+
+
+_STREAMS = ('stdout', 'stderr')
+
+
+def summarize_tests(job: JudgeTestsRequest, results: list[dict[str, Any]]) -> dict[str, Any]:
+    """Fold the per-test results of one job into a `JudgeTestsResult` dict.
+
+    The overall verdict is the one of highest precedence among the tests (`judge.verdict.ORDER`),
+    so a compile error or an infrastructure failure is never hidden behind a wrong answer.
+    ``passed``/``pass_rate`` always count every test, even when ``stop_on_first_failure`` cuts the
+    reported list after the first failure.
+    """
+    from judge.verdict import pick  # here, not at the top: judge.verdict imports this module
+
+    tests = []
+    for i, result in enumerate(results):
+        view = {k: v for k, v in result.items() if k not in _STREAMS and k != 'compile'}
+        view['index'] = i
+        tests.append(view)
+    verdicts = {Verdict(t.get('verdict') or Verdict.INTERNAL_ERROR.value) for t in tests}
+    passed = sum(1 for t in tests if t.get('success'))
+    total = len(tests)
+    compiles = [r['compile'] for r in results if isinstance(r.get('compile'), dict)]
+    compile_info = next((c for c in compiles if not c.get('cached')), compiles[0] if compiles else None)
+    stopped = False
+    if job.stop_on_first_failure:
+        first = next((i for i, t in enumerate(tests) if not t.get('success')), None)
+        if first is not None and first + 1 < total:
+            tests, stopped = tests[: first + 1], True
+    toolchain = next((r['toolchain'] for r in results if r.get('toolchain')), None)
+    return {
+        'sub_id': job.sub_id,
+        'verdict': pick(verdicts).value,
+        'passed': passed,
+        'total': total,
+        'pass_rate': passed / total if total else 0.0,
+        'compile_cached': all(c.get('cached') for c in compiles) if compiles else None,
+        'compile': compile_info,
+        'toolchain': toolchain,
+        'stopped_early': stopped,
+        'tests': tests,
+    }
 
 
 def task_payload(sub: Submission) -> dict[str, Any]:

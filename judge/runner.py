@@ -10,7 +10,7 @@ import logging
 from dataclasses import dataclass
 from typing import Any
 
-from judge.checker import Checker, check_strip
+from judge.checker import Checker, get_checker
 from judge.contracts import Verdict
 from judge.executors import EXECUTORS, Compiled, Executor, Toolchain
 from judge.sandbox.client import ExecResult, SlotClient
@@ -60,30 +60,46 @@ class Runner:
         capture = max(64 * 1024, 4 * self.config.max_chars)
         if expected is not None:
             capture = max(capture, len(expected.encode('utf-8', 'surrogateescape')) + _COMPARE_SLACK_BYTES)
-        return Limits(
+        limits = Limits(
             time_s=self.config.time_s,
             memory_mb=self.config.memory_mb,
             output_bytes=self.config.output_limit_bytes,
             capture_bytes=min(capture, self.config.output_limit_bytes),
             file_bytes=self.config.file_limit_bytes,
             pids=self.config.pids,
-            as_extra_mb=128 if language == 'python' else 64,
         )
+        return self.executor(language).run_limits(limits)
 
-    def run(self, sub: dict[str, Any], checker: Checker = check_strip) -> dict[str, Any]:
-        """Judge one submission given as its wire dict; returns `SubmissionResult` fields."""
+    def run(self, sub: dict[str, Any], checker: Checker | None = None) -> dict[str, Any]:
+        """Judge one submission given as its wire dict; returns `SubmissionResult` fields.
+
+        The output is compared by ``checker`` if given, else by the submission's ``checker`` key
+        (`judge.checker.get_checker` names), else by upstream's ``strip`` rule.
+        """
         language = sub['type']
         source = sub['solution']
         expected = sub.get('expected_output')
+        if checker is None:
+            checker = get_checker(sub.get('checker') or 'strip')
         executor = self.executor(language)
         compiled = executor.compile(source)
         if compiled is not None and not compiled.ok:
-            return self._compile_error(sub, compiled)
+            return self._compile_error(sub, compiled, executor)
         stdin = (sub.get('input') or '').encode('utf-8', 'surrogateescape')
         result = executor.run(source, compiled, stdin, self.limits(language, expected))
-        return self._fold(sub, result, expected, checker, compiled)
+        return self._fold(sub, result, expected, checker, compiled, executor)
 
-    def _compile_error(self, sub: dict[str, Any], compiled: Compiled) -> dict[str, Any]:
+    def _compile_info(self, compiled: Compiled) -> dict[str, Any]:
+        stderr, cut = _head(compiled.stderr.decode('utf-8', 'replace'), self.config.max_chars)
+        return {
+            'ok': compiled.ok,
+            'cached': compiled.cached,
+            'cost': round(compiled.wall_s, 6),
+            'stderr': stderr,
+            'stderr_truncated': cut,
+        }
+
+    def _compile_error(self, sub: dict[str, Any], compiled: Compiled, executor: Executor) -> dict[str, Any]:
         stderr, cut = _head(compiled.stderr.decode('utf-8', 'replace'), self.config.max_chars)
         return {
             'sub_id': sub['sub_id'],
@@ -98,6 +114,8 @@ class Runner:
             'stdout_truncated': False,
             'stderr_truncated': cut,
             'compile_cached': compiled.cached,
+            'compile': self._compile_info(compiled),
+            'toolchain': executor.version(),
         }
 
     def _fold(
@@ -107,13 +125,14 @@ class Runner:
         expected: str | None,
         checker: Checker,
         compiled: Compiled | None,
+        executor: Executor,
     ) -> dict[str, Any]:
         stdout_full = result.stdout.decode('utf-8', 'replace')
         stderr_full = result.stderr.decode('utf-8', 'replace')
         flags: set[Verdict] = set()
         if result.timed_out:
             flags.add(Verdict.TIME_LIMIT)
-        if result.memory_exceeded or _looks_like_oom(sub['type'], result, stderr_full):
+        if result.memory_exceeded or (result.exit_code != 0 and executor.is_oom(stderr_full)):
             flags.add(Verdict.MEMORY_LIMIT)
         if result.output_exceeded:
             flags.add(Verdict.OUTPUT_LIMIT)
@@ -147,6 +166,8 @@ class Runner:
         }
         if compiled is not None:
             out['compile_cached'] = compiled.cached
+            out['compile'] = self._compile_info(compiled)
+        out['toolchain'] = executor.version()
         return out
 
 
@@ -154,13 +175,3 @@ def _head(text: str, max_chars: int) -> tuple[str, bool]:
     if len(text) <= max_chars:
         return text, False
     return text[:max_chars], True
-
-
-def _looks_like_oom(language: str, result: ExecResult, stderr: str) -> bool:
-    """Without a memory cgroup, recognise the runtime's own out-of-memory failure."""
-    if result.exit_code == 0:
-        return False
-    tail = stderr[-2000:]
-    if language == 'python':
-        return 'MemoryError' in tail
-    return 'std::bad_alloc' in tail

@@ -93,6 +93,12 @@ class Settings(BaseSettings):
     """Master name when `REDIS_URI` is `sentinel://...`."""
     error_case_budget_mb: int = Field(1024, gt=0, validation_alias=_env('JUDGE_ERROR_CASE_BUDGET_MB'))
     """Disk budget of `ERROR_CASE_SAVE_PATH`; the oldest cases go first."""
+    visibility_timeout_s: float | None = Field(None, gt=0, validation_alias=_env('JUDGE_VISIBILITY_TIMEOUT_S'))
+    """Unacked tasks of a vanished worker come back after this; default max(120, 2 x task hard limit)."""
+    log_level: Literal['DEBUG', 'INFO', 'WARNING', 'ERROR', 'debug', 'info', 'warning', 'error'] = Field(
+        'INFO', validation_alias=_env('JUDGE_LOG_LEVEL')
+    )
+    """Level of the gateway's access log (one line per request with its ids)."""
     task_events: bool = Field(True, validation_alias=_env('JUDGE_TASK_EVENTS'))
     """Send Celery task events (Flower needs them; they cost ~0.6 ms CPU per task)."""
 

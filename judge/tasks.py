@@ -11,6 +11,7 @@ import logging
 import os
 import socket
 import time
+import traceback
 from typing import Any
 
 import redis
@@ -19,7 +20,9 @@ from celery.exceptions import SoftTimeLimitExceeded
 
 from judge.app import app
 from judge.contracts import NODE_INFO_KEY, RUN_TASK, Verdict
+from judge.error_cases import ErrorCaseWriter, should_save
 from judge.executors import EXECUTORS, Toolchain
+from judge.redisconn import sync_client
 from judge.runner import Runner, RunnerConfig
 from judge.sandbox.client import SandboxError, SlotClient, SlotConfig
 from judge.sandbox.slots import claim_slot
@@ -67,6 +70,7 @@ class _Slot:
     redis: redis.Redis | None = None
     lock_fd: int | None = None
     node_name: str | None = None
+    error_cases: ErrorCaseWriter | None = None
 
 
 def _cache_dir(settings: Settings) -> str:
@@ -134,7 +138,7 @@ def _runner() -> Runner:
 
 def _redis() -> redis.Redis:
     if _Slot.redis is None:
-        _Slot.redis = redis.Redis.from_url(get_settings().redis_uri, socket_timeout=30, health_check_interval=25)
+        _Slot.redis = sync_client(get_settings(), socket_timeout=30)
     return _Slot.redis
 
 
@@ -144,6 +148,16 @@ def push_reply(reply_to: str, index: int, result: dict[str, Any]) -> None:
     pipe.rpush(reply_to, json.dumps([index, result], separators=(',', ':')))
     pipe.expire(reply_to, get_settings().reply_ttl_s)
     pipe.execute()
+
+
+def save_error_case(sub: dict[str, Any], result: dict[str, Any], failure: str | None = None) -> None:
+    """Queue a failed submission for `ERROR_CASE_SAVE_PATH` (never blocks, never raises)."""
+    settings = get_settings()
+    if not settings.error_case_save_path or not should_save(result):
+        return
+    if _Slot.error_cases is None:
+        _Slot.error_cases = ErrorCaseWriter(settings.error_case_save_path, settings.error_case_budget_mb * 1024 * 1024)
+    _Slot.error_cases.submit(sub, result, failure)
 
 
 def internal_error(sub: dict[str, Any], message: str, cost_s: float = 0.0) -> dict[str, Any]:
@@ -179,16 +193,20 @@ def run(self: Task, sub: dict[str, Any], reply_to: str, index: int, batch_id: st
     logger.info(
         'start sub_id=%s batch=%s pid=%d retries=%d', sub.get('sub_id'), batch_id, os.getpid(), self.request.retries
     )
+    failure: str | None = None
     try:
         result = _runner().run(sub)
     except SoftTimeLimitExceeded:
+        failure = traceback.format_exc()
         result = internal_error(sub, 'the task exceeded its soft time limit', time.monotonic() - start)
         if _Slot.client is not None:
             _Slot.client.close()  # the slot server may be stuck: start a fresh one next time
     except (SandboxError, OSError, ValueError) as exc:
         logger.exception('sub_id=%s batch=%s: infrastructure failure', sub.get('sub_id'), batch_id)
+        failure = traceback.format_exc()
         result = internal_error(sub, f'{type(exc).__name__}: {exc}', time.monotonic() - start)
     push_reply(reply_to, index, result)
+    save_error_case(sub, result, failure)
     logger.info(
         'sub_id=%s batch=%s type=%s verdict=%s cost=%.4fs elapsed=%.4fs',
         sub.get('sub_id'),
@@ -220,10 +238,12 @@ def _on_failure(
         return
     sub = call.get('sub') or {}
     logger.error('sub_id=%s task %s failed: %r', sub.get('sub_id'), task_id, exception)
+    result = internal_error(sub, f'task failed: {exception!r}')
     try:
-        push_reply(call['reply_to'], int(call['index']), internal_error(sub, f'task failed: {exception!r}'))
+        push_reply(call['reply_to'], int(call['index']), result)
     except redis.RedisError:
         logger.exception('could not report the failure of task %s', task_id)
+    save_error_case(sub, result, repr(exception))
 
 
 def _publish_node_info(runner: Runner) -> None:

@@ -104,6 +104,8 @@ def gateway_command(python: str, port: int, workers: int = 1) -> list[str]:
         '--no-access-log',
         '--log-level',
         'warning',
+        '--timeout-graceful-shutdown',
+        '30',
     ]
 
 
@@ -133,7 +135,17 @@ def main() -> int:
         (
             'flower',
             subprocess.Popen(
-                [python, '-m', 'celery', '-A', 'judge', 'flower', '--address=127.0.0.1', f'--port={flower_port}'],
+                [
+                    python,
+                    '-m',
+                    'celery',
+                    '-A',
+                    'judge',
+                    'flower',
+                    '--address=127.0.0.1',
+                    f'--port={flower_port}',
+                    '--max_tasks=10000',
+                ],
                 env=env,
                 cwd=ROOT,
                 start_new_session=True,

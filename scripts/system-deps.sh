@@ -4,6 +4,16 @@ set -euo pipefail
 need=()
 command -v redis-server >/dev/null 2>&1 || need+=(redis-server)
 command -v g++ >/dev/null 2>&1 || need+=(g++)
+# The other languages' toolchains, looked up on the sandbox's PATH (not ~/.cargo or ~/go: the
+# sandbox's uids cannot read home directories).
+PATH_SANDBOX=/usr/local/bin:/usr/bin:/bin
+have() { PATH=$PATH_SANDBOX command -v "$1" >/dev/null 2>&1; }
+have gcc || need+=(gcc)
+have javac || need+=(default-jdk-headless)
+have node || need+=(nodejs)
+have go || need+=(golang-go)
+have rustc || need+=(rustc)
+have bash || need+=(bash)
 if [ "${1:-}" = "--test" ]; then  # the Flower page test drives headless Chromium
   command -v chromium >/dev/null 2>&1 || need+=(chromium)
 fi

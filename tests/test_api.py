@@ -175,7 +175,7 @@ def test_memory_bomb_is_a_memory_limit(gateway_url: str) -> None:
 @pytest.mark.parametrize(
     'body,field',
     [
-        ({'type': 'rust', 'solution': 'x'}, 'type'),
+        ({'type': 'cobol', 'solution': 'x'}, 'type'),
         ({'type': 'python'}, 'solution'),
         ({'type': 'python', 'solution': 3}, 'solution'),
     ],

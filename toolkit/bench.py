@@ -8,6 +8,12 @@ Scenarios (every result is checked; the exit status is 1 if any is wrong):
 * ``latency``: N sequential ``POST /run`` after a few warm-ups: p50/p90/p99/max.
 * ``toolcalls``: N concurrent calls through ``PythonTool`` (create/execute/release, as verl does):
   latency per call and the bench process's own CPU per call (``time.process_time``).
+* ``soak``: N trivial submissions the way an RL step sends them: ``--agents`` concurrent callers each
+  ``submit()`` one at a time through one ``RequestProcessor`` (``--per-request`` per long-batch request,
+  ``--senders`` requests in flight).  Checks every answer, samples the peak RSS of redis / gateway /
+  worker (+ sandbox) from ``/proc`` (``--cpu-match`` / ``--cpu-root`` select the processes), and with
+  ``--redis-url`` reports Redis ``used_memory`` before and after (results must be cleaned up).
+  ``make soak`` runs 45,000 against a private stack.
 * ``all``: longbatch, rstar, latency.
 
 ``--cpu`` adds the whole stack's CPU per submission from ``/proc/<pid>/stat`` (utime+stime+cutime+
@@ -94,6 +100,40 @@ def cpu_delta(before: dict[int, tuple[str, float]], after: dict[int, tuple[str, 
     return used
 
 
+def rss_snapshot(pattern: str, root_pid: int | None = None) -> dict[str, tuple[float, float]]:
+    """``{component: (sum of VmRSS, largest VmHWM)}`` in MiB over the processes `cpu_snapshot` selects."""
+    out: dict[str, tuple[float, float]] = {}
+    for pid, (comp, _) in cpu_snapshot(pattern, root_pid).items():
+        try:
+            status = Path(f'/proc/{pid}/status').read_text()
+        except OSError:
+            continue
+        fields = dict(line.split(':', 1) for line in status.splitlines() if ':' in line)
+        rss = float(fields.get('VmRSS', '0 kB').split()[0]) / 1024
+        hwm = float(fields.get('VmHWM', '0 kB').split()[0]) / 1024
+        total, peak = out.get(comp, (0.0, 0.0))
+        out[comp] = (total + rss, max(peak, hwm))
+    return out
+
+
+async def _redis_memory(url: str | None) -> dict[str, Any]:
+    """``used_memory`` and the number of per-request keys left (``judge:reply:*``, ``judge:live:*``)."""
+    if not url:
+        return {}
+    import redis.asyncio as aioredis
+
+    client = aioredis.Redis.from_url(url)
+    try:
+        info = await client.info('memory')
+        left = 0
+        for pattern in ('judge:reply:*', 'judge:live:*'):
+            async for _ in client.scan_iter(match=pattern, count=1000):
+                left += 1
+        return {'used_memory': int(info['used_memory']), 'request_keys': left}
+    finally:
+        await client.aclose()
+
+
 def _expect_45(results: list[Result]) -> int:
     return sum(1 for r in results if not (r.ok and (r.stdout or '').strip() == '45'))
 
@@ -168,7 +208,111 @@ async def toolcalls(client: JudgeClient, args: argparse.Namespace) -> dict[str, 
     return out | percentiles(latencies_s) | {'client_cpu_ms_per_call': cpu_s * 1000 / args.n}
 
 
-SCENARIOS: dict[str, Scenario] = {'longbatch': longbatch, 'rstar': rstar, 'latency': latency, 'toolcalls': toolcalls}
+async def _warm_up(client: JudgeClient, timeout_s: float = 120.0) -> None:
+    """Wait until the stack answers a submission (a fresh worker may still be starting)."""
+    deadline = time.monotonic() + timeout_s
+    while True:
+        try:
+            res = await client.run_batch([Submission(TRIVIAL)], timeout_s=30)
+            if not _expect_45(res):
+                return
+        except ToolkitError:
+            pass
+        if time.monotonic() > deadline:
+            raise ToolkitError(f'the stack did not answer a trivial submission within {timeout_s:.0f} s')
+        await asyncio.sleep(1.0)
+
+
+async def soak(client: JudgeClient, args: argparse.Namespace) -> dict[str, Any]:
+    """N trivial submissions from ``agents`` concurrent callers through one ``RequestProcessor``."""
+    from toolkit.batcher import RequestProcessor
+    from toolkit.policy import BatchPolicy
+
+    await _warm_up(client)
+    redis_before = await _redis_memory(args.redis_url)
+    policy = BatchPolicy(
+        max_batch_size=args.per_request,
+        max_batches_in_flight=args.senders,
+        route='/run/long-batch',
+        deadline_s=3600.0,
+        request_timeout_s=600.0,
+    )
+    left = args.n
+    wrong = errors = 0
+    peaks: dict[str, float] = {}
+    hwm: dict[str, float] = {}
+
+    def sample() -> None:
+        for comp, (rss, peak) in rss_snapshot(args.cpu_match, args.cpu_root).items():
+            peaks[comp] = max(peaks.get(comp, 0.0), rss)
+            hwm[comp] = max(hwm.get(comp, 0.0), peak)
+
+    async def agent(proc: RequestProcessor) -> None:
+        nonlocal left, wrong, errors
+        while left > 0:
+            left -= 1
+            try:
+                res = await proc.submit(Submission(TRIVIAL))
+            except ToolkitError:
+                errors += 1
+                continue
+            wrong += _expect_45([res])
+
+    async def monitor(stop: asyncio.Event) -> None:
+        while not stop.is_set():
+            sample()
+            try:
+                await asyncio.wait_for(stop.wait(), args.sample_s)
+            except TimeoutError:
+                pass
+
+    sample()
+    rss_before = dict(peaks)
+    stop = asyncio.Event()
+    watcher = asyncio.create_task(monitor(stop))
+    start = time.perf_counter()
+    async with RequestProcessor(client.base_url, policy) as proc:
+        await asyncio.gather(*(agent(proc) for _ in range(min(args.agents, args.n))))
+        stats = proc.stats()
+    wall_s = time.perf_counter() - start
+    stop.set()
+    await watcher
+    sample()
+    out: dict[str, Any] = {
+        'n': args.n,
+        'wall_s': wall_s,
+        'subs_per_s': args.n / wall_s,
+        'wrong': wrong + errors,
+        'errors': errors,
+        'answered': stats['answered'],
+        'requests': stats['batches'],
+        'retries': stats['retries'],
+        'mean_batch_size': stats['mean_batch_size'],
+    }
+    out |= {f'rss_mb_before_{k}': v for k, v in sorted(rss_before.items())}
+    out |= {f'rss_mb_peak_{k}': v for k, v in sorted(peaks.items())}
+    out |= {f'rss_mb_end_{k}': v for k, (v, _) in sorted(rss_snapshot(args.cpu_match, args.cpu_root).items())}
+    out |= {f'hwm_mb_max_process_{k}': v for k, v in sorted(hwm.items())}
+    if args.redis_url:
+        after: dict[str, Any] = {}
+        for _ in range(60):  # reply lists are deleted as requests finish; allow stragglers to expire
+            after = await _redis_memory(args.redis_url)
+            if not after['request_keys']:
+                break
+            await asyncio.sleep(1.0)
+        out |= {f'redis_{k}_before': v for k, v in redis_before.items()}
+        out |= {f'redis_{k}_after': v for k, v in after.items()}
+        out['redis_used_memory_delta'] = after['used_memory'] - redis_before['used_memory']
+    return out
+
+
+SCENARIOS: dict[str, Scenario] = {
+    'longbatch': longbatch,
+    'rstar': rstar,
+    'latency': latency,
+    'toolcalls': toolcalls,
+    'soak': soak,
+}
 
 
 async def run_scenario(name: str, args: argparse.Namespace) -> dict[str, Any]:
@@ -212,6 +356,9 @@ def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
     parser.add_argument('--cpu', action='store_true', help='report the stack CPU per submission from /proc')
     parser.add_argument('--cpu-match', default='celery|uvicorn|redis-server|judge', help='regex on command lines')
     parser.add_argument('--cpu-root', type=int, help='count only this pid and its descendants (e.g. scripts.stack)')
+    parser.add_argument('--agents', type=int, default=1024, help='soak: concurrent callers (rollouts)')
+    parser.add_argument('--redis-url', default=None, help="soak: the stack's Redis, for used_memory before/after")
+    parser.add_argument('--sample-s', type=float, default=0.5, help='soak: RSS sampling period')
     args = parser.parse_args(argv)
     if args.n < 1:
         parser.error('--n must be >= 1')

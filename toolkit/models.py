@@ -14,7 +14,7 @@ from toolkit.errors import BadResponse
 
 __all__ = ['INFRA_REASONS', 'Language', 'Result', 'Submission']
 
-Language = Literal['python', 'cpp']
+Language = Literal['python', 'cpp', 'c', 'java', 'javascript', 'go', 'rust', 'bash']
 
 INFRA_REASONS = frozenset({'queue_timeout', 'internal_error'})
 """``reason`` values that mean the infrastructure failed (retryable), not the program."""

@@ -1,4 +1,4 @@
-"""C++: compiled once per node inside the sandbox (content-addressed cache), then run."""
+"""C++: g++ in the sandbox into the node's compile cache, with a precompiled <bits/stdc++.h>, then run."""
 
 from __future__ import annotations
 
@@ -10,11 +10,10 @@ import re
 import subprocess
 import time
 
-from judge.executors.base import Compiled, Executor, tool_version
-from judge.sandbox.client import ExecRequest, ExecResult
+from judge.executors.base import Executor
+from judge.sandbox.client import ExecRequest
 from judge.sandbox.limits import Limits
 
-BINARY = 'run'
 PCH_NAME = 'stdc++.h.gch'
 logger = logging.getLogger('judge.executors.cpp')
 _PCH_RETRY_S = 600.0
@@ -43,7 +42,8 @@ def _bits_header(cxx: str) -> str | None:
 
 
 @functools.lru_cache(maxsize=4)
-def _can_link_static(cxx: str) -> bool:
+def can_link_static(cxx: str) -> bool:
+    """Whether the compiler has a static libc (then binaries are linked statically)."""
     try:
         out = subprocess.run([cxx, '-print-file-name=libc.a'], capture_output=True, timeout=10, check=False)
     except (OSError, subprocess.TimeoutExpired):
@@ -56,17 +56,32 @@ class CppExecutor(Executor):
 
     language = 'cpp'
     source_name = 'source.cpp'
-    compiled = True
+    version_argv = ('g++', '--version')
+    compile_argv = ('g++', '-std=gnu++17', '-O2', '-pipe', '{src}', '-o', '{out}')
+    run_argv = ('./{out}',)
+    oom_markers = ('std::bad_alloc',)
 
-    def version(self) -> str:
-        return tool_version((self.toolchain.cxx, '--version'))
+    def tool(self, name: str) -> str:
+        if name == 'g++':
+            return self.toolchain.cxx
+        return super().tool(name)
 
     def flags(self) -> list[str]:
         """Compiler flags; part of the cache key."""
-        flags = ['-std=gnu++17', '-O2', '-pipe']
-        if _can_link_static(self.toolchain.cxx):
+        flags = [a for a in self.compile_argv[1:] if not a.startswith('{') and a != '-o']
+        if can_link_static(self.toolchain.cxx):
             flags.append('-static')
         return flags
+
+    def compile_key(self, source: str) -> tuple[str, ...]:
+        return (self.version(), ' '.join(self.flags()), source)
+
+    def extra_compile_args(self, source: str) -> list[str]:
+        extra = ['-static'] if can_link_static(self.toolchain.cxx) else []
+        pch = self.pch_dir(build=bool(_USES_BITS.search(source)))
+        if pch is not None:
+            extra += ['-I', pch]
+        return extra
 
     def _pch_flags(self) -> list[str]:
         return [f for f in self.flags() if f not in ('-static', '-pipe')]
@@ -109,49 +124,3 @@ class CppExecutor(Executor):
                 return None
             logger.info('built the <bits/stdc++.h> PCH in %.1fs', result.wall_s)
         return pch_dir
-
-    def compile(self, source: str) -> Compiled:
-        flags = self.flags()
-        artifact = self.cache_path('cpp', self.version(), ' '.join(flags), source)
-        if os.path.isfile(artifact):
-            return Compiled(ok=True, cached=True, artifact=artifact)
-        pch = self.pch_dir(build=bool(_USES_BITS.search(source)))
-        if pch is not None:
-            flags = [*flags, '-I', pch]
-        limits = Limits(
-            time_s=self.toolchain.compile_time_s,
-            memory_mb=self.toolchain.compile_memory_mb,
-            as_extra_mb=1024,
-            capture_bytes=64 * 1024,
-        )
-        result = self.execute(
-            ExecRequest(
-                limits=limits,
-                argv=[self.toolchain.cxx, *flags, self.source_name, '-o', BINARY],
-                files={self.source_name: source},
-                exports={BINARY: artifact},
-            )
-        )
-        ok = result.exit_code == 0 and not result.timed_out and os.path.isfile(artifact)
-        stderr = result.stderr
-        if result.timed_out:
-            stderr += f'\ncompilation exceeded {limits.time_s:g}s'.encode()
-        return Compiled(
-            ok=ok,
-            cached=False,
-            stderr=stderr,
-            wall_s=result.wall_s,
-            artifact=artifact if ok else None,
-            timed_out=result.timed_out,
-        )
-
-    def run(self, source: str, compiled: Compiled | None, stdin: bytes, limits: Limits) -> ExecResult:
-        assert compiled is not None and compiled.artifact is not None
-        return self.execute(
-            ExecRequest(
-                limits=limits,
-                argv=[f'./{BINARY}'],
-                imports={BINARY: compiled.artifact},
-                stdin=stdin,
-            )
-        )

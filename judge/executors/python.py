@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from judge.executors.base import Compiled, Executor, tool_version
+from judge.executors.base import Compiled, Executor
 from judge.sandbox.client import ExecRequest, ExecResult
 from judge.sandbox.limits import Limits
 
@@ -12,18 +12,20 @@ class PythonExecutor(Executor):
 
     language = 'python'
     source_name = 'source.py'
+    version_argv = ('python3', '--version')
+    run_argv = ('python3', '-I', '{src}')
+    as_extra_mb = 128
+    oom_markers = ('MemoryError',)
 
-    def version(self) -> str:
-        return tool_version((self.toolchain.python, '--version'))
+    def tool(self, name: str) -> str:
+        if name == 'python3':
+            return self.toolchain.python
+        return super().tool(name)
 
     def run(self, source: str, compiled: Compiled | None, stdin: bytes, limits: Limits) -> ExecResult:
-        if self.toolchain.python_mode == 'warm':
-            request = ExecRequest(limits=limits, python_source=source, python_filename=self.source_name, stdin=stdin)
-        else:
-            request = ExecRequest(
-                limits=limits,
-                argv=[self.toolchain.python, '-I', self.source_name],
-                files={self.source_name: source},
-                stdin=stdin,
-            )
+        if self.toolchain.python_mode != 'warm':
+            return super().run(source, compiled, stdin, limits)
+        request = ExecRequest(
+            limits=self.run_limits(limits), python_source=source, python_filename=self.source_name, stdin=stdin
+        )
         return self.execute(request)

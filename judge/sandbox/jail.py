@@ -15,6 +15,7 @@ is an error, never a silent downgrade.
 
 from __future__ import annotations
 
+import glob
 import logging
 import os
 import shutil
@@ -151,7 +152,8 @@ class Jail:
 
     def _read_paths(self) -> list[str]:
         prefixes = {sys.prefix, sys.base_prefix, os.path.dirname(os.path.dirname(os.path.realpath(sys.executable)))}
-        return [*READ_PATHS, *self.extra_read, *sorted(p for p in prefixes if p not in ('/', '/usr'))]
+        jdk_conf = sorted(glob.glob('/etc/java-*-openjdk'))  # Debian's JDK config (java.security, jvm.cfg)
+        return [*READ_PATHS, *jdk_conf, *self.extra_read, *sorted(p for p in prefixes if p not in ('/', '/usr'))]
 
     def _enter_namespaces(self) -> None:
         """Become pid 1 of fresh namespaces with a read-only view of the host."""
