@@ -24,7 +24,7 @@ class Gateway:
     routes: dict[str, Route]
 
 
-def get_gateway(request: Request) -> Gateway:
+async def get_gateway(request: Request) -> Gateway:
     """The gateway state stored on the app."""
     gateway: Gateway = request.app.state.gateway
     return gateway

@@ -18,6 +18,7 @@ Faults, checked about once a second while waiting:
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import json
 import logging
 import time
@@ -121,7 +122,8 @@ class Dispatcher:
     ) -> None:
         with self.app.producer_or_acquire() as producer:
             for start in range(0, len(payloads), _PUBLISH_SLICE):
-                with producer.batch(max_size=_PUBLISH_SLICE):
+                # A pipeline pays off from two messages on; a single /run goes straight out.
+                with producer.batch(max_size=_PUBLISH_SLICE) if len(payloads) > 1 else contextlib.nullcontext():
                     for index in range(start, min(start + _PUBLISH_SLICE, len(payloads))):
                         sub = payloads[index]
                         self.app.send_task(

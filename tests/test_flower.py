@@ -144,3 +144,17 @@ def test_flower_sees_the_worker(stack: Stack, flower: Flower) -> None:
         )
         assert snap.returncode == 0, snap.stderr[-2000:]
         assert shot.read_bytes()[:8] == b'\x89PNG\r\n\x1a\n'
+
+
+def test_flower_task_view_shows_the_sub_id(stack: Stack, flower: Flower) -> None:
+    sub_id = f'flower-{time.time_ns()}'
+    post(stack.url, '/run', {'type': 'python', 'solution': 'print(1)', 'sub_id': sub_id})
+    deadline = time.monotonic() + 10
+    tasks: dict[str, Any] = {}
+    while time.monotonic() < deadline:
+        status, tasks = request(f'{flower.url}/api/tasks?limit=50', timeout_s=10, headers=flower.headers)
+        if status == 200 and any(sub_id in str(t.get('args')) for t in tasks.values()):
+            break
+        time.sleep(0.3)
+    mine = [t for t in tasks.values() if sub_id in str(t.get('args'))]
+    assert mine and mine[0]['name'] == 'judge.run' and 'batch=' in mine[0]['args'], tasks
