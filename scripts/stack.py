@@ -38,27 +38,29 @@ def wait_port(port: int, timeout_s: float = 20.0) -> None:
     raise TimeoutError(f'nothing listens on port {port} after {timeout_s}s')
 
 
+def redis_command(port: int, workdir: Path) -> list[str]:
+    """A throwaway redis-server on loopback, without persistence."""
+    return [
+        'redis-server',
+        '--port',
+        str(port),
+        '--bind',
+        '127.0.0.1',
+        '--save',
+        '',
+        '--appendonly',
+        'no',
+        '--dir',
+        str(workdir),
+        '--loglevel',
+        'warning',
+    ]
+
+
 def start_redis(port: int, workdir: Path) -> subprocess.Popen[bytes]:
-    """A throwaway redis-server on loopback (no persistence)."""
+    """Start `redis_command` and wait until it listens."""
     workdir.mkdir(parents=True, exist_ok=True)
-    proc = subprocess.Popen(
-        [
-            'redis-server',
-            '--port',
-            str(port),
-            '--bind',
-            '127.0.0.1',
-            '--save',
-            '',
-            '--appendonly',
-            'no',
-            '--dir',
-            str(workdir),
-            '--loglevel',
-            'warning',
-        ],
-        start_new_session=True,
-    )
+    proc = subprocess.Popen(redis_command(port, workdir), start_new_session=True)
     wait_port(port)
     return proc
 

@@ -39,3 +39,14 @@ def post(base: str, path: str, body: Any, timeout_s: float = 120.0) -> Any:
     status, payload = request(base + path, body, timeout_s=timeout_s)
     assert status == 200, (status, payload)
     return payload
+
+
+def assert_stack_judges(base: str, route: str = '/run/batch', n: int = 10, workers: int = 2) -> None:
+    """A single run, a batch of ``n`` in order, and a healthy `/status` with ``workers`` processes."""
+    r = post(base, '/run', {'type': 'python', 'solution': 'print(6 * 7)', 'expected_output': '42'})
+    assert r['success'] and r['stdout'] == '42\n', r
+    subs = [{'type': 'python', 'solution': f'print({i})'} for i in range(n)]
+    batch = post(base, route, {'type': 'batch', 'submissions': subs})
+    assert [x['stdout'] for x in batch['results']] == [f'{i}\n' for i in range(n)]
+    status, body = request(base + '/status')
+    assert status == 200 and body['broker'] == 'ok' and body['num_workers'] == workers, body

@@ -9,7 +9,7 @@ import sys
 import time
 from pathlib import Path
 
-from scripts.stack import free_port, gateway_command, wait_port, worker_command
+from scripts.stack import free_port, gateway_command, redis_command, wait_port, worker_command
 
 ROOT = Path(__file__).resolve().parent.parent
 
@@ -66,19 +66,7 @@ def start_redis(log_dir: Path, port: int | None = None) -> tuple[Service, int]:
     port = port or free_port()
     svc = Service(
         f'redis-{port}',
-        [
-            'redis-server',
-            '--port',
-            str(port),
-            '--bind',
-            '127.0.0.1',
-            '--save',
-            '',
-            '--appendonly',
-            'no',
-            '--dir',
-            str(log_dir),
-        ],
+        redis_command(port, log_dir),
         dict(os.environ),
         log_dir,
     )

@@ -12,7 +12,7 @@ import pytest
 
 from scripts.stack import free_port, wait_port
 from tests.conftest import stack_env
-from tests.helpers import post, request
+from tests.helpers import assert_stack_judges, request
 from tests.services import Service, start_gateway, start_redis, start_worker
 
 pytestmark = pytest.mark.integration
@@ -44,16 +44,7 @@ def sentinel_stack(tmp_path_factory: pytest.TempPathFactory) -> Iterator[tuple[s
 
 def test_judging_through_sentinel(sentinel_stack: tuple[str, Service]) -> None:
     url, _ = sentinel_stack
-    r = post(url, '/run', {'type': 'python', 'solution': 'print(2 + 2)', 'expected_output': '4'})
-    assert r['success'] and r['stdout'] == '4\n'
-    batch = post(
-        url,
-        '/run/batch',
-        {'type': 'batch', 'submissions': [{'type': 'python', 'solution': f'print({i})'} for i in range(10)]},
-    )
-    assert [x['stdout'] for x in batch['results']] == [f'{i}\n' for i in range(10)]
-    status, body = request(url + '/status')
-    assert status == 200 and body['broker'] == 'ok' and body['num_workers'] == 2
+    assert_stack_judges(url)
 
 
 def test_ping_stays_up_and_status_reports_a_missing_broker(tmp_path: Path) -> None:

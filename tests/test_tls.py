@@ -12,7 +12,7 @@ import pytest
 
 from scripts.stack import free_port, wait_port
 from tests.conftest import stack_env
-from tests.helpers import post, request
+from tests.helpers import assert_stack_judges
 from tests.services import Service, start_gateway, start_worker
 
 pytestmark = pytest.mark.integration
@@ -126,16 +126,7 @@ def test_plain_connections_are_refused(tls_stack: tuple[str, dict[str, str], Pat
 
 def test_judging_over_tls(tls_stack: tuple[str, dict[str, str], Path]) -> None:
     url, _, _ = tls_stack
-    r = post(url, '/run', {'type': 'python', 'solution': 'print(6 * 7)', 'expected_output': '42'})
-    assert r['success'] and r['stdout'] == '42\n'
-    batch = post(
-        url,
-        '/run/long-batch',
-        {'type': 'batch', 'submissions': [{'type': 'python', 'solution': f'print({i})'} for i in range(20)]},
-    )
-    assert [x['stdout'] for x in batch['results']] == [f'{i}\n' for i in range(20)]
-    status, body = request(url + '/status')
-    assert status == 200 and body['broker'] == 'ok' and body['num_workers'] == 2
+    assert_stack_judges(url, '/run/long-batch', n=20)
 
 
 def test_wrong_ca_is_rejected(tls_stack: tuple[str, dict[str, str], Path], tmp_path: Path) -> None:

@@ -22,6 +22,7 @@ from typing import Any, NoReturn
 
 from judge.sandbox import landlock, namespaces, seccomp
 from judge.sandbox.limits import Limits, apply_rlimits
+from judge.sandbox.protocol import ProtocolError, read_exact
 from judge.sandbox.warm import run_python
 
 SETUP_FAILED_EXIT = 121
@@ -79,22 +80,14 @@ def _prepare(prep: ChildPrep, fds: ChildFds, workdir: str) -> None:
         seccomp.install(prep.seccomp_program)
 
 
-def _read_exact(fd: int, n: int) -> bytes:
-    chunks = []
-    while n:
-        chunk = os.read(fd, min(n, 1 << 20))
-        if not chunk:
-            raise EOFError('control pipe closed')
-        chunks.append(chunk)
-        n -= len(chunk)
-    return b''.join(chunks)
-
-
 def _read_plan(ctrl: int) -> tuple[dict[str, Any], bytes]:
-    (header_len,) = _LEN.unpack(_read_exact(ctrl, _LEN.size))
-    plan = json.loads(_read_exact(ctrl, header_len))
-    (stdin_len,) = _LEN.unpack(_read_exact(ctrl, _LEN.size))
-    return plan, _read_exact(ctrl, stdin_len)
+    try:
+        (header_len,) = _LEN.unpack(read_exact(ctrl, _LEN.size))
+        plan = json.loads(read_exact(ctrl, header_len))
+        (stdin_len,) = _LEN.unpack(read_exact(ctrl, _LEN.size))
+        return plan, read_exact(ctrl, stdin_len)
+    except ProtocolError as e:
+        raise EOFError(str(e)) from e
 
 
 def encode_plan(plan: dict[str, Any], stdin: bytes) -> bytes:

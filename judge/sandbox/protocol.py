@@ -20,7 +20,8 @@ class ProtocolError(RuntimeError):
     """The peer closed the channel or sent something unreadable."""
 
 
-def _read_exact(fd: int, n: int) -> bytes:
+def read_exact(fd: int, n: int) -> bytes:
+    """Read exactly ``n`` bytes; `ProtocolError` if the channel closes first."""
     chunks: list[bytes] = []
     while n > 0:
         chunk = os.read(fd, min(n, 1 << 20))
@@ -40,10 +41,10 @@ def _write_all(fd: int, data: bytes) -> None:
 
 def read_frame(fd: int) -> bytes:
     """Read one length-prefixed frame."""
-    (size,) = _LEN.unpack(_read_exact(fd, _LEN.size))
+    (size,) = _LEN.unpack(read_exact(fd, _LEN.size))
     if size > MAX_FRAME_BYTES:
         raise ProtocolError(f'frame of {size} bytes is too large')
-    return _read_exact(fd, size)
+    return read_exact(fd, size)
 
 
 def send_message(fd: int, header: dict[str, Any], blobs: tuple[bytes, ...] = ()) -> None:
