@@ -32,6 +32,7 @@ from celery import Celery
 from redis.exceptions import ResponseError
 
 from judge.contracts import (
+    CANCELLED_KEY,
     PRIORITY_BATCH,
     PRIORITY_LONG,
     PRIORITY_RUN,
@@ -41,6 +42,7 @@ from judge.contracts import (
     REPLY_KEY_PREFIX,
     RUN_TASK,
     Verdict,
+    infra_failure,
 )
 
 logger = logging.getLogger('api.dispatch')
@@ -51,7 +53,6 @@ _CHECK_EVERY_S = 1.0
 _CANCEL_MARGIN_S = 60.0
 
 # Same name in judge/tasks.py (the worker must not import the gateway); a test checks they agree.
-CANCELLED_KEY = 'judge:cancelled'
 """ZSET of abandoned reply keys, scored by expiry (epoch s); read by `judge.tasks.is_cancelled`."""
 LIVE_KEY_PREFIX = 'judge:live:'
 """``judge:live:<request>`` exists while a request waits; if Redis loses it, Redis lost the queue too."""
@@ -82,31 +83,12 @@ def routes_for(wait_s: float, long_wait_s: float) -> dict[str, Route]:
 
 def queue_timeout(sub_id: str, waited_s: float) -> dict[str, Any]:
     """Upstream's answer for a submission that did not finish in time."""
-    return {
-        'sub_id': sub_id,
-        'success': False,
-        'run_success': False,
-        'cost': round(waited_s, 6),
-        'stdout': None,
-        'stderr': None,
-        'reason': 'queue_timeout',
-        'verdict': Verdict.QUEUE_TIMEOUT.value,
-    }
+    return infra_failure(sub_id, Verdict.QUEUE_TIMEOUT, waited_s)
 
 
 def internal_error(sub_id: str, message: str) -> dict[str, Any]:
     """An infrastructure failure in the gateway (for example Redis unreachable)."""
-    return {
-        'sub_id': sub_id,
-        'success': False,
-        'run_success': False,
-        'cost': 0.0,
-        'stdout': None,
-        'stderr': None,
-        'reason': 'internal_error',
-        'verdict': Verdict.INTERNAL_ERROR.value,
-        'error': message,
-    }
+    return infra_failure(sub_id, Verdict.INTERNAL_ERROR, error=message)
 
 
 class Dispatcher:

@@ -24,6 +24,7 @@ from typing import Any
 from fastapi import APIRouter, Request, Response
 
 from api.deps import GatewayDep
+from api.routes import json_response
 from judge.contracts import (
     BatchJudgeTestsRequest,
     BatchJudgeTestsResult,
@@ -34,10 +35,6 @@ from judge.contracts import (
 )
 
 router = APIRouter()
-
-
-def _json(data: Any) -> Response:
-    return Response(json.dumps(data, separators=(',', ':'), ensure_ascii=False), media_type='application/json')
 
 
 async def _judge(
@@ -78,7 +75,7 @@ async def judge_tests(job: JudgeTestsRequest, gateway: GatewayDep, request: Requ
     if too_big is not None:
         return too_big
     (result,) = await _judge(gateway, request, [job], 'batch', job.sub_id or '')
-    return _json(result)
+    return json_response(result)
 
 
 @router.post('/judge/tests/batch', response_model=BatchJudgeTestsResult)
@@ -88,7 +85,7 @@ async def judge_tests_batch(batch: BatchJudgeTestsRequest, gateway: GatewayDep, 
     if too_big is not None:
         return too_big
     results = await _judge(gateway, request, batch.jobs, 'batch', batch.sub_id or '')
-    return _json({'sub_id': batch.sub_id, 'results': results})
+    return json_response({'sub_id': batch.sub_id, 'results': results})
 
 
 @router.post('/judge/tests/long-batch', response_model=BatchJudgeTestsResult)
@@ -98,4 +95,4 @@ async def judge_tests_long_batch(batch: BatchJudgeTestsRequest, gateway: Gateway
     if too_big is not None:
         return too_big
     results = await _judge(gateway, request, batch.jobs, 'long', batch.sub_id or '')
-    return _json({'sub_id': batch.sub_id, 'results': results})
+    return json_response({'sub_id': batch.sub_id, 'results': results})

@@ -29,7 +29,8 @@ router = APIRouter()
 _STREAMS = ('stdout', 'stderr')
 
 
-def _json(data: Any) -> Response:
+def json_response(data: Any) -> Response:
+    """A JSON answer built by our own code in the declared model's shape."""
     # Results are built by our own code in the model's shape; skip re-validating thousands of them.
     return Response(json.dumps(data, separators=(',', ':'), ensure_ascii=False), media_type='application/json')
 
@@ -68,21 +69,21 @@ async def ping() -> str:
 async def run(sub: Submission, gateway: GatewayDep, request: Request) -> Response:
     """Run one submission (highest priority)."""
     (result,) = await _run(gateway, request, [sub], 'single', sub.sub_id or '')
-    return _json(result)
+    return json_response(result)
 
 
 @router.post('/judge', response_model=JudgeResult)
 async def judge(sub: Submission, gateway: GatewayDep, request: Request) -> Response:
     """Judge one submission; like `/run` without the output streams."""
     (result,) = await _run(gateway, request, [sub], 'single', sub.sub_id or '')
-    return _json(_judge_view(result))
+    return json_response(_judge_view(result))
 
 
 async def _batch(batch: BatchSubmission, gateway: GatewayDep, request: Request, route: str, streams: bool) -> Response:
     results = await _run(gateway, request, batch.submissions, route, batch.sub_id or '')
     if not streams:
         results = [_judge_view(r) for r in results]
-    return _json({'sub_id': batch.sub_id, 'results': results})
+    return json_response({'sub_id': batch.sub_id, 'results': results})
 
 
 @router.post('/run/batch', response_model=BatchSubmissionResult)

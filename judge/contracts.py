@@ -30,6 +30,8 @@ PRIORITY_LONG = 7
 
 REPLY_KEY_PREFIX = 'judge:reply:'
 """Per-request Redis list on which workers push `[index, result]` pairs."""
+CANCELLED_KEY = 'judge:cancelled'
+"""Redis ZSET of reply keys whose client went away (score: expiry); workers skip their tasks."""
 
 Language = Literal['python', 'cpp', 'c', 'java', 'javascript', 'go', 'rust', 'bash']
 LANGUAGES: tuple[str, ...] = ('python', 'cpp', 'c', 'java', 'javascript', 'go', 'rust', 'bash')
@@ -58,6 +60,26 @@ class Verdict(enum.StrEnum):
     COMPILE_ERROR = 'compile_error'
     INTERNAL_ERROR = 'internal_error'
     QUEUE_TIMEOUT = 'queue_timeout'
+
+
+def infra_failure(sub_id: str, verdict: Verdict, cost_s: float = 0.0, error: str | None = None) -> dict[str, Any]:
+    """The result of a submission the infrastructure could not judge (`queue_timeout`/`internal_error`).
+
+    Never a wrong answer: `reason` says why, the streams are null as upstream has them.
+    """
+    result: dict[str, Any] = {
+        'sub_id': sub_id,
+        'success': False,
+        'run_success': False,
+        'cost': round(cost_s, 6),
+        'stdout': None,
+        'stderr': None,
+        'reason': ResultReason(verdict.value).value,
+        'verdict': verdict.value,
+    }
+    if error is not None:
+        result['error'] = error
+    return result
 
 
 def new_id() -> str:

@@ -19,7 +19,7 @@ from celery import Task, signals
 from celery.exceptions import SoftTimeLimitExceeded
 
 from judge.app import app
-from judge.contracts import NODE_INFO_KEY, RUN_TASK, Verdict
+from judge.contracts import CANCELLED_KEY, NODE_INFO_KEY, RUN_TASK, Verdict, infra_failure
 from judge.error_cases import ErrorCaseWriter, should_save
 from judge.executors import EXECUTORS, Toolchain
 from judge.redisconn import sync_client
@@ -32,7 +32,6 @@ logger = logging.getLogger('judge.tasks')
 
 _MAX_WORKER_LOST_RETRIES = 2
 
-CANCELLED_KEY = 'judge:cancelled'
 """ZSET of reply keys whose client went away (score: expiry, epoch seconds); written by the gateway."""
 _CANCEL_POLL_S = 0.25
 
@@ -162,17 +161,7 @@ def save_error_case(sub: dict[str, Any], result: dict[str, Any], failure: str | 
 
 def internal_error(sub: dict[str, Any], message: str, cost_s: float = 0.0) -> dict[str, Any]:
     """An `internal_error` result: never scored as a wrong answer."""
-    return {
-        'sub_id': sub.get('sub_id') or '',
-        'success': False,
-        'run_success': False,
-        'cost': round(cost_s, 6),
-        'stdout': None,
-        'stderr': None,
-        'reason': 'internal_error',
-        'verdict': Verdict.INTERNAL_ERROR.value,
-        'error': message,
-    }
+    return infra_failure(sub.get('sub_id') or '', Verdict.INTERNAL_ERROR, cost_s, message)
 
 
 @app.task(
