@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import os
 import re
+import signal
 import subprocess
 import time
 from collections.abc import Iterator
@@ -204,3 +205,14 @@ def test_each_tier_isolates(tier: str) -> None:
     finally:
         client.close()
         os.close(lock_fd)
+
+
+def test_cpu_limit_counts_as_a_timeout() -> None:
+    from judge.sandbox.execute import ExecOutcome, _decode_status
+
+    killed_by_cpu_limit = ExecOutcome()
+    _decode_status(signal.SIGXCPU, killed_by_cpu_limit)  # a wait status for "killed by SIGXCPU"
+    assert killed_by_cpu_limit.timed_out and killed_by_cpu_limit.exit_code == -signal.SIGXCPU
+    crashed = ExecOutcome()
+    _decode_status(signal.SIGSEGV, crashed)
+    assert not crashed.timed_out and crashed.exit_code == -signal.SIGSEGV

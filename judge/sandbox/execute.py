@@ -136,6 +136,9 @@ def _decode_status(status: int, outcome: ExecOutcome) -> None:
     if os.WIFSIGNALED(status):
         outcome.signal = os.WTERMSIG(status)
         outcome.exit_code = -outcome.signal
+        # RLIMIT_CPU (soft = the time limit) can fire a moment before the wall clock: a busy loop
+        # killed by SIGXCPU ran out of time, it did not crash.
+        outcome.timed_out = outcome.timed_out or outcome.signal == signal.SIGXCPU
     else:
         outcome.exit_code = os.WEXITSTATUS(status)
 
