@@ -180,13 +180,13 @@ cmdlines = {}
 for pid in pids:
     try:
         with open('/proc/%d/cmdline' % pid, 'rb') as f:
-            cmdlines[pid] = f.read(200).replace(b'\\0', b' ').decode(errors='replace')
+            cmdlines[pid] = f.read(8192).replace(b'\\0', b' ').decode(errors='replace')
     except OSError as e:
         cmdlines[pid] = errno.errorcode.get(e.errno)
 words = ('celery', 'uvicorn', 'redis-server', 'pytest', 'sshd', 'process_api', 'bash')
 report(pids=pids, me=os.getpid(), ppid=os.getppid(),
        host_words=sorted({w for c in cmdlines.values() for w in words if w in c}),
-       init=cmdlines.get(1, '')[:60])
+       init=' '.join(cmdlines.get(1, '').split(' ')[:3]))
 """
 
 FORK_BOMB = """
