@@ -126,3 +126,24 @@ def test_gateway_does_not_load_worker_code() -> None:
     )
     out = subprocess.run([sys.executable, '-c', code], capture_output=True, text=True, cwd=ROOT, check=True)
     assert out.stdout.strip() == '[]'
+
+
+def test_slot_server_stays_lean() -> None:
+    """The slot server forks per execution: `threading` (pulled in by `logging`) runs an at-fork
+    handler in every child, doubling the fork's cost, so the server must not import either."""
+    code = (
+        'import sys; sys.path.insert(0, sys.argv[1]); import judge.sandbox.server; '
+        "print(sorted(m for m in ('logging', 'threading', 'platform', 'random') if m in sys.modules))"
+    )
+    out = subprocess.run([sys.executable, '-I', '-c', code, str(ROOT)], capture_output=True, text=True, check=True)
+    assert out.stdout.strip() == '[]', out.stdout
+
+
+def test_lazy_logger_reports_warnings_in_a_process_without_logging() -> None:
+    code = (
+        'import sys; sys.path.insert(0, sys.argv[1]); from judge.sandbox.lazylog import get_logger; '
+        "log = get_logger('judge.sandbox.x'); log.debug('quiet %d', 1); log.info('quiet'); "
+        "assert 'logging' not in sys.modules; log.warning('loud %d', 2)"
+    )
+    out = subprocess.run([sys.executable, '-I', '-c', code, str(ROOT)], capture_output=True, text=True, check=True)
+    assert out.stderr == 'judge.sandbox.x: loud 2\n'

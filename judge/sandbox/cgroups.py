@@ -11,14 +11,15 @@ from __future__ import annotations
 
 import errno
 import functools
-import logging
 import os
 import re
 import signal
 import time
 from dataclasses import dataclass
 
-logger = logging.getLogger('judge.sandbox.cgroups')
+from judge.sandbox.lazylog import get_logger
+
+logger = get_logger('judge.sandbox.cgroups')
 
 MOUNTINFO = '/proc/self/mountinfo'
 _SLEEP_S = 0.005

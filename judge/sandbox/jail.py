@@ -16,7 +16,6 @@ is an error, never a silent downgrade.
 from __future__ import annotations
 
 import glob
-import logging
 import os
 import shutil
 import signal
@@ -26,9 +25,10 @@ from typing import Any
 from judge.sandbox import cgroups, landlock, namespaces, seccomp
 from judge.sandbox.child import ChildPrep
 from judge.sandbox.execute import ExecOutcome
+from judge.sandbox.lazylog import get_logger
 from judge.sandbox.limits import Limits
 
-logger = logging.getLogger('judge.sandbox.jail')
+logger = get_logger('judge.sandbox.jail')
 
 TIERS = ('namespaces', 'landlock', 'uid', 'none')
 SAFE_PATH = '/usr/local/bin:/usr/bin:/bin'

@@ -10,12 +10,13 @@ from __future__ import annotations
 
 import ctypes
 import errno
-import logging
 import os
 import stat
 from collections.abc import Sequence
 
-logger = logging.getLogger('judge.sandbox.landlock')
+from judge.sandbox.lazylog import get_logger
+
+logger = get_logger('judge.sandbox.landlock')
 
 SYS_LANDLOCK_CREATE_RULESET = 444
 SYS_LANDLOCK_ADD_RULE = 445

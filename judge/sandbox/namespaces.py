@@ -10,13 +10,14 @@ from __future__ import annotations
 
 import ctypes
 import errno
-import logging
 import os
 import re
 import stat
 from collections.abc import Sequence
 
-logger = logging.getLogger('judge.sandbox.namespaces')
+from judge.sandbox.lazylog import get_logger
+
+logger = get_logger('judge.sandbox.namespaces')
 
 CLONE_NEWNS = 0x00020000
 CLONE_NEWCGROUP = 0x02000000

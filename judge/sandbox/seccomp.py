@@ -13,12 +13,13 @@ from __future__ import annotations
 
 import ctypes
 import errno
-import logging
-import platform
+import os
 import struct
 from collections.abc import Mapping
 
-logger = logging.getLogger('judge.sandbox.seccomp')
+from judge.sandbox.lazylog import get_logger
+
+logger = get_logger('judge.sandbox.seccomp')
 
 # --- kernel ABI constants ------------------------------------------------------------------------
 PR_SET_NO_NEW_PRIVS = 38
@@ -116,7 +117,7 @@ _INSN = struct.Struct('<HBBI')  # struct sock_filter {u16 code; u8 jt; u8 jf; u3
 
 def native_arch() -> str:
     """The running machine's architecture name as used in `ARCHES`."""
-    machine = platform.machine().lower()
+    machine = os.uname().machine.lower()
     return _MACHINE_ALIASES.get(machine, machine)
 
 

@@ -12,7 +12,6 @@ from __future__ import annotations
 
 import gc
 import json
-import logging
 import os
 import shutil
 import signal
@@ -25,10 +24,11 @@ if __name__ == '__main__':  # started as a script: make the package importable, 
 
 from judge.sandbox.execute import ExecOutcome, Spare, execute, fork_spare, kill_process_group, reap_orphans
 from judge.sandbox.jail import Jail
+from judge.sandbox.lazylog import get_logger
 from judge.sandbox.limits import Limits
 from judge.sandbox.protocol import ProtocolError, recv_message, send_message
 
-logger = logging.getLogger('judge.sandbox.server')
+logger = get_logger('judge.sandbox.server')
 
 
 class SlotServer:
@@ -180,7 +180,6 @@ def _reply(outcome: ExecOutcome) -> dict[str, Any]:
 
 def main(argv: list[str]) -> int:
     """Entry point: ``server.py <config-json>``; requests on fd 0, replies on fd 1."""
-    logging.basicConfig(level=logging.WARNING, stream=sys.stderr, format='%(name)s: %(message)s')
     config = json.loads(argv[1])
     signal.signal(signal.SIGPIPE, signal.SIG_DFL)
     rfd, wfd = os.dup(0), os.dup(1)
