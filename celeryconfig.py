@@ -9,13 +9,15 @@ from __future__ import annotations
 from kombu import Queue
 
 from judge.contracts import PRIORITY_BATCH, QUEUE_BATCH, QUEUE_LONG, QUEUE_RUN
-from judge.redisconn import celery_broker_options
+from judge.redisconn import celery_broker_options, is_sentinel
 from judge.settings import get_settings
 
 _s = get_settings()
 _broker = celery_broker_options(_s)
 
 broker_url = _s.redis_uri
+# kombu's Redis transport minus a redis-py client built per publish and per ack (see judge/broker.py)
+broker_transport = 'judge.broker:SentinelTransport' if is_sentinel(_s.redis_uri) else 'judge.broker:Transport'
 result_backend = None  # submissions reply on per-request lists, never through the result backend
 broker_connection_retry_on_startup = True
 broker_connection_max_retries = None
