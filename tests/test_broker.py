@@ -4,9 +4,9 @@ from __future__ import annotations
 
 import uuid
 
-import celeryconfig
 from kombu import Connection
 
+import celeryconfig
 from judge import broker
 from tests.conftest import Stack
 

@@ -216,3 +216,59 @@ def test_cpu_limit_counts_as_a_timeout() -> None:
     crashed = ExecOutcome()
     _decode_status(signal.SIGSEGV, crashed)
     assert not crashed.timed_out and crashed.exit_code == -signal.SIGSEGV
+
+
+def _spare_parent(root_pid: int) -> int:
+    """The pid of the process that forked the waiting spare: the slot's zygote."""
+    deadline = time.monotonic() + 5
+    while True:
+        found = _find_spare_parent(root_pid)
+        if found is not None:
+            return found
+        assert time.monotonic() < deadline, f'no spare below {root_pid}'
+        time.sleep(0.05)
+
+
+def _find_spare_parent(root_pid: int) -> int | None:
+    todo, found = [root_pid], []
+    while todo:
+        pid = todo.pop()
+        try:
+            with open(f'/proc/{pid}/task/{pid}/children') as f:
+                kids = [int(x) for x in f.read().split()]
+        except OSError:
+            continue
+        todo.extend(kids)
+        found.extend(kids)
+    for pid in found:
+        try:
+            with open(f'/proc/{pid}/status') as f:
+                fields = dict(line.split(':', 1) for line in f.read().splitlines() if ':' in line)
+        except OSError:
+            continue
+        if int(fields['Uid'].split()[0]) != 0:  # the spare has dropped to the slot's uid
+            return int(fields['PPid'])
+    return None
+
+
+@pytest.mark.skipif(os.getuid() != 0, reason='the isolated tiers need root')
+def test_a_dead_zygote_costs_no_submission() -> None:
+    index, lock_fd = claim_slot()
+    client = SlotClient(
+        SlotConfig(slot=index, python=PYTHON, work_root=f'/tmp/judge-test-zygote-{os.getpid()}', extra={'pids': 64})
+    )
+    try:
+        client.ensure_started()
+        assert client._proc is not None
+        first_server = client._proc.pid
+        zygote = _spare_parent(first_server)
+        assert zygote != first_server
+        os.kill(zygote, signal.SIGKILL)
+        for n in range(3):
+            r = client.run(ExecRequest(limits=Limits(time_s=3), python_source=f'print({n} * 7)'))
+            assert r.exit_code == 0 and r.stdout == f'{n * 7}\n'.encode(), r
+        assert client._proc is not None and client._proc.pid != first_server  # restarted once
+        assert _spare_parent(client._proc.pid) != zygote
+    finally:
+        client.close()
+        os.close(lock_fd)

@@ -129,7 +129,7 @@ def test_gateway_does_not_load_worker_code() -> None:
 
 
 def test_slot_server_stays_lean() -> None:
-    """The slot server forks per execution: `threading` (pulled in by `logging`) runs an at-fork
+    """The slot server's zygote forks per execution: `threading` (pulled in by `logging`) runs an at-fork
     handler in every child, doubling the fork's cost, so the server must not import either."""
     code = (
         'import sys; sys.path.insert(0, sys.argv[1]); import judge.sandbox.server; '

@@ -1,6 +1,6 @@
 """What a forked execution child does before the user's program runs.
 
-The slot server forks the child *before* the request arrives (a spare), so the fork and most of
+The slot's zygote forks the child *before* the request arrives (a spare), so the fork and most of
 the jail setup are off the request's critical path.  The spare, in order: new session → cgroups →
 work dir → drop to the slot's uid → no-new-privs → Landlock → close inherited fds → seccomp; then
 it waits on its control pipe.  When the request comes it reads the plan (limits, environment,

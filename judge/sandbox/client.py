@@ -128,7 +128,33 @@ class SlotClient:
                 self._proc = self._start()
 
     def run(self, request: ExecRequest) -> ExecResult:
-        """Execute ``request``; raises `SandboxError` on infrastructure failures only."""
+        """Execute ``request``; raises `SandboxError` on infrastructure failures only.
+
+        If the server reports that its zygote died (it then exits), the request is run once more
+        on a fresh server: the execution is sandboxed, so running it again is harmless.
+        """
+        reply, blobs = self._exchange(request)
+        if not reply.get('ok') and str(reply.get('error', '')).startswith('ZygoteLost'):
+            logger.warning('slot %d: the zygote died; restarting the slot server', self.config.slot)
+            reply, blobs = self._exchange(request)
+        if not reply.get('ok'):
+            raise SandboxError(f'sandbox failed: {reply.get("error")}')
+        return ExecResult(
+            exit_code=reply['exit_code'],
+            signal=reply['signal'],
+            timed_out=reply['timed_out'],
+            output_exceeded=reply['output_exceeded'],
+            memory_exceeded=reply['memory_exceeded'],
+            wall_s=reply['wall_s'],
+            cpu_s=reply['cpu_s'],
+            max_rss_kb=reply['max_rss_kb'],
+            stdout=blobs[0] if blobs else b'',
+            stderr=blobs[1] if len(blobs) > 1 else b'',
+            stdout_bytes=reply['stdout_bytes'],
+            stderr_bytes=reply['stderr_bytes'],
+        )
+
+    def _exchange(self, request: ExecRequest) -> tuple[dict[str, Any], list[bytes]]:
         with self._lock:
             if self._proc is None or self._proc.poll() is not None:
                 self._proc = self._start()
@@ -150,22 +176,9 @@ class SlotClient:
             except (OSError, SandboxError) as e:
                 self._discard()
                 raise SandboxError(str(e)) from e
-        if not reply.get('ok'):
-            raise SandboxError(f'sandbox failed: {reply.get("error")}')
-        return ExecResult(
-            exit_code=reply['exit_code'],
-            signal=reply['signal'],
-            timed_out=reply['timed_out'],
-            output_exceeded=reply['output_exceeded'],
-            memory_exceeded=reply['memory_exceeded'],
-            wall_s=reply['wall_s'],
-            cpu_s=reply['cpu_s'],
-            max_rss_kb=reply['max_rss_kb'],
-            stdout=blobs[0] if blobs else b'',
-            stderr=blobs[1] if len(blobs) > 1 else b'',
-            stdout_bytes=reply['stdout_bytes'],
-            stderr_bytes=reply['stderr_bytes'],
-        )
+            if not reply.get('ok') and str(reply.get('error', '')).startswith('ZygoteLost'):
+                self._discard()  # it is exiting: do not send it the retry
+            return reply, blobs
 
     def _discard(self) -> None:
         proc, self._proc = self._proc, None

@@ -15,7 +15,7 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any
 
-from judge.sandbox.child import SETUP_FAILED_EXIT, ChildFds, ChildPrep, encode_plan, run_spare
+from judge.sandbox.child import SETUP_FAILED_EXIT, encode_plan
 from judge.sandbox.limits import Limits
 
 _READ_CHUNK = 65536
@@ -89,7 +89,7 @@ class _Streams:
 
 @dataclass
 class Spare:
-    """A forked child waiting for its plan in ``workdir``."""
+    """A forked child waiting for its plan in ``workdir`` (see `judge.sandbox.zygote`)."""
 
     pid: int
     pidfd: int
@@ -98,6 +98,8 @@ class Spare:
     err: int
     status: int
     workdir: str
+    reap: Callable[[int], tuple[int, float, int]]
+    """Waits for the end of a pid; gives its wait status, CPU seconds and max RSS (KB)."""
 
     def alive(self) -> bool:
         """Whether the child still waits (it has not exited)."""
@@ -112,24 +114,8 @@ class Spare:
             os.kill(self.pid, signal.SIGKILL)
         except ProcessLookupError:
             pass
-        os.waitpid(self.pid, 0)
+        self.reap(self.pid)
         os.close(self.pidfd)
-
-
-def fork_spare(prep: ChildPrep, workdir: str) -> Spare:
-    """Fork a child that prepares its jail and then waits for a plan."""
-    ctrl_r, ctrl_w = os.pipe2(os.O_CLOEXEC)
-    out_r, out_w = os.pipe2(os.O_CLOEXEC)
-    err_r, err_w = os.pipe2(os.O_CLOEXEC)
-    status_r, status_w = os.pipe2(os.O_CLOEXEC)
-    pid = os.fork()
-    if pid == 0:  # pragma: no cover - child
-        for fd in (ctrl_w, out_r, err_r, status_r):
-            os.close(fd)
-        run_spare(prep, ChildFds(ctrl=ctrl_r, stdout=out_w, stderr=err_w, status=status_w), workdir)
-    for fd in (ctrl_r, out_w, err_w, status_w):
-        os.close(fd)
-    return Spare(pid, os.pidfd_open(pid), ctrl_w, out_r, err_r, status_r, workdir)
 
 
 def _decode_status(status: int, outcome: ExecOutcome) -> None:
@@ -179,11 +165,9 @@ def execute(
                 break
         if not exited:
             kill_all(spare.pid)
-        _, status, rusage = os.wait4(spare.pid, 0)
+        status, outcome.cpu_s, outcome.max_rss_kb = spare.reap(spare.pid)
         outcome.wall_s = time.monotonic() - start
         _decode_status(status, outcome)
-        outcome.cpu_s = rusage.ru_utime + rusage.ru_stime
-        outcome.max_rss_kb = rusage.ru_maxrss
         # Descendants may still hold the pipes: read what is there, then kill them all.
         streams.drain(time.monotonic() + _EXIT_GRACE_S)
         kill_all(spare.pid)

@@ -2,7 +2,9 @@
 
 A Celery pool process is large, so forking it per submission is slow (sandbox.md §3.3).  Instead
 each pool process starts one slot server with a clean environment; the server prepares the jail
-once (uid, cgroups, namespaces, filters, depending on the tier) and forks one child per request.
+once (uid, cgroups, namespaces, filters, depending on the tier) and runs one child per request.
+The children are forked ahead of their request by the slot's zygote (`judge.sandbox.zygote`), a
+copy of the server taken once after start-up, so the server itself never forks again.
 
 Run as ``python -I <this file> <config-json>``; it speaks `judge.sandbox.protocol` on fds 0/1.
 Stdlib only: this module must not import Celery, Redis or pydantic.
@@ -22,11 +24,12 @@ if __name__ == '__main__':  # started as a script: make the package importable, 
     _root = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
     sys.path.insert(0, _root)
 
-from judge.sandbox.execute import ExecOutcome, Spare, execute, fork_spare, kill_process_group, reap_orphans
+from judge.sandbox.execute import ExecOutcome, Spare, execute, kill_process_group, reap_orphans
 from judge.sandbox.jail import Jail
 from judge.sandbox.lazylog import get_logger
 from judge.sandbox.limits import Limits
 from judge.sandbox.protocol import ProtocolError, recv_message, send_message
+from judge.sandbox.zygote import Zygote, ZygoteLost, start_zygote
 
 logger = get_logger('judge.sandbox.server')
 
@@ -39,6 +42,17 @@ class SlotServer:
         self.prep = self.jail.child_prep()
         self.counter = 0
         self.spare: Spare | None = None
+        self.zygote: Zygote | None = None
+
+    def start_zygote(self) -> None:
+        """Fork the process that will fork every spare (call once, after start-up is done)."""
+        self.zygote = start_zygote(self.prep)
+
+    def _fork_spare(self) -> Spare:
+        if self.zygote is None:
+            self.start_zygote()
+        assert self.zygote is not None
+        return self.zygote.fork_spare(self._workdir())
 
     def _workdir(self) -> str:
         self.counter += 1
@@ -89,12 +103,12 @@ class SlotServer:
         if spare is not None:
             spare.discard()
             shutil.rmtree(spare.workdir, ignore_errors=True)
-        return fork_spare(self.prep, self._workdir())
+        return self._fork_spare()
 
     def refill(self) -> None:
         """Fork the next execution's child ahead of its request (off the critical path)."""
         if self.spare is None:
-            self.spare = fork_spare(self.prep, self._workdir())
+            self.spare = self._fork_spare()
 
     def handle(self, header: dict[str, Any], blobs: list[bytes]) -> tuple[dict[str, Any], tuple[bytes, ...]]:
         """Run one request and build the reply."""
@@ -149,16 +163,24 @@ class SlotServer:
                 header, blobs = recv_message(rfd)
             except ProtocolError:
                 return
+            lost = False
             try:
                 reply, out = self.handle(header, blobs)
             except Exception as exc:
+                lost = isinstance(exc, ZygoteLost)
                 logger.exception('request failed')
                 reply, out = {'ok': False, 'error': f'{type(exc).__name__}: {exc}'}, ()
             send_message(wfd, reply, out)
             try:
-                self.refill()
+                if not lost:
+                    self.refill()
+            except ZygoteLost:
+                lost = True
             except OSError:
                 logger.exception('could not fork a spare child; will retry on the next request')
+            if lost:  # exit: the worker starts a new slot server on its next request
+                logger.error('the zygote is gone; the slot server exits')
+                return
 
 
 def _reply(outcome: ExecOutcome) -> dict[str, Any]:
@@ -194,6 +216,7 @@ def main(argv: list[str]) -> int:
         return 1
     gc.collect()
     gc.freeze()  # children then never touch (copy) the server's objects for garbage collection
+    server.start_zygote()
     server.refill()
     server.serve(rfd, wfd)
     return 0
