@@ -3,8 +3,8 @@
 The slot's zygote forks the child *before* the request arrives (a spare), so the fork and most of
 the jail setup are off the request's critical path.  The spare, in order: new session → cgroups →
 work dir → drop to the slot's uid → no-new-privs → Landlock → close inherited fds → seccomp; then
-it waits on its control pipe.  When the request comes it reads the plan (limits, environment,
-program, stdin), sets its rlimits, puts stdin in a memfd and runs the program.
+it waits on its control pipe.  When the request comes it reads the plan (limits, program,
+stdin), sets its rlimits, puts stdin in a memfd and runs the program.
 
 Any failure before the user's code starts is reported on the status pipe (close-on-exec), so the
 server can tell an infrastructure failure from the user's program failing.
@@ -17,7 +17,7 @@ import os
 import struct
 import sys
 from collections.abc import Callable
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Any, NoReturn
 
 from judge.sandbox import landlock, namespaces, seccomp
@@ -38,6 +38,8 @@ class ChildPrep:
     join_cgroups: Callable[[], None] | None = None
     landlock_fd: int | None = None
     seccomp_program: bytes | None = None
+    env: dict[str, str] = field(default_factory=dict)
+    """The programs' environment, less ``HOME`` and ``TMPDIR`` (the child's work dir)."""
 
 
 @dataclass
@@ -125,13 +127,12 @@ def run_spare(prep: ChildPrep, fds: ChildFds, workdir: str) -> NoReturn:
         limits = Limits.from_dict(plan['limits'])
         apply_rlimits(limits, set_nproc=prep.uid is not None)
         _stdin_from(stdin)
-        env = {str(k): str(v) for k, v in plan['env'].items()}
         source = plan.get('python_source')
         if source is None:
             argv = [str(a) for a in plan['argv']]
-            os.execve(argv[0], argv, env)
+            os.execve(argv[0], argv, {**prep.env, 'HOME': workdir, 'TMPDIR': workdir})
     except BaseException as exc:  # everything before user code is infrastructure
         _fail(fds.status, exc)
     os.close(fds.status)
-    run_python(source, str(plan.get('python_filename') or 'source.py'), env)
+    run_python(source, str(plan.get('python_filename') or 'source.py'), workdir)
     sys.exit(0)  # unreachable: run_python exits

@@ -218,12 +218,13 @@ class Jail:
         self._oom_before = self.cgroup.oom_kills()
         return Limits.from_dict({**limits.to_dict(), 'use_rlimit_as': False})
 
-    def child_env(self, workdir: str) -> dict[str, str]:
-        """A clean environment: no secrets (``REDIS_URI``...) from the worker ever reach user code."""
+    def child_env(self) -> dict[str, str]:
+        """A clean environment: no secrets (``REDIS_URI``...) from the worker ever reach user code.
+
+        ``HOME`` and ``TMPDIR`` are added by each child: they are its work dir.
+        """
         env = {
             'PATH': SAFE_PATH,
-            'HOME': workdir,
-            'TMPDIR': workdir,
             'LANG': 'C.UTF-8',
             'LC_ALL': 'C.UTF-8',
             'PYTHONDONTWRITEBYTECODE': '1',
@@ -242,6 +243,7 @@ class Jail:
             join_cgroups=self.cgroup.join if self.cgroup is not None else None,
             landlock_fd=self.landlock_fd,
             seccomp_program=self.seccomp_program,
+            env=self.child_env(),
         )
 
     def memory_exceeded(self, outcome: ExecOutcome) -> bool:

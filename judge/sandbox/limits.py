@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import math
 import resource
-from dataclasses import asdict, dataclass, fields
+from dataclasses import dataclass, fields
 from typing import Any
 
 
@@ -30,13 +30,15 @@ class Limits:
 
     def to_dict(self) -> dict[str, Any]:
         """A JSON-able copy."""
-        return asdict(self)
+        return dict(vars(self))
 
     @classmethod
     def from_dict(cls, data: dict[str, Any]) -> Limits:
         """Build from a dict, ignoring unknown keys."""
-        names = {f.name for f in fields(cls)}
-        return cls(**{k: v for k, v in data.items() if k in names})
+        return cls(**{k: v for k, v in data.items() if k in _FIELD_NAMES})
+
+
+_FIELD_NAMES = frozenset(f.name for f in fields(Limits))
 
 
 def apply_rlimits(limits: Limits, *, set_nproc: bool) -> None:

@@ -130,7 +130,6 @@ class SlotServer:
             self._write_files(workdir, files, header.get('imports') or {})
             plan = {
                 'limits': limits.to_dict(),
-                'env': self.jail.child_env(workdir),
                 'argv': list(header.get('argv') or []),
                 'python_source': source,
                 'python_filename': filename,

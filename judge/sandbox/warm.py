@@ -88,13 +88,26 @@ def _hide_frames(extra: int) -> None:
     set_limit(1000 + extra)
 
 
-def run_python(source: str | None, filename: str, env: dict[str, str]) -> NoReturn:
-    """Execute ``source`` as the ``__main__`` module and exit with Python's exit status."""
+def prepare_interpreter(env: dict[str, str]) -> None:
+    """Once, in the process the children are forked from: their environment and module path.
+
+    Done once so that each child only adds what is its own (its work dir), instead of paying for
+    rebuilding ``os.environ`` and ``sys.path`` (about 0.4 ms of CPU, mostly page faults).
+    """
     os.environ.clear()
     os.environ.update(env)
-    sys.argv = [filename]
     here = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
-    sys.path[:] = [os.getcwd(), *(p for p in sys.path if p and p != here)]
+    sys.path[:] = [p for p in sys.path if p and p != here]
+
+
+def run_python(source: str | None, filename: str, workdir: str) -> NoReturn:
+    """Execute ``source`` as the ``__main__`` module and exit with Python's exit status.
+
+    Expects `prepare_interpreter` to have run in an ancestor and the current directory to be ``workdir``.
+    """
+    os.environ['HOME'] = os.environ['TMPDIR'] = workdir
+    sys.argv = [filename]
+    sys.path.insert(0, os.getcwd())
     _hide_frames(_frames_below() + 1)
     _fresh_streams()
     main = types.ModuleType('__main__')

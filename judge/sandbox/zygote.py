@@ -29,6 +29,7 @@ from typing import NoReturn
 from judge.sandbox import namespaces
 from judge.sandbox.child import ChildFds, ChildPrep, run_spare
 from judge.sandbox.execute import Spare
+from judge.sandbox.warm import prepare_interpreter
 
 _PID = struct.Struct('>i')
 _EXIT = struct.Struct('>iidq')
@@ -119,6 +120,7 @@ def _serve(sock: socket.socket, prep: ChildPrep, server_pid: int) -> NoReturn:  
         namespaces.set_pdeathsig(signal.SIGKILL)
         if os.getppid() != server_pid:  # the server died before the parent-death signal was set
             os._exit(0)
+        prepare_interpreter(prep.env)  # once for all children
         children: dict[int, int] = {}  # pidfd -> pid
         listen = sock.fileno()
         while True:
