@@ -176,6 +176,11 @@ class SlotCgroup:
             finally:
                 os.close(fd)
 
+    @property
+    def procs_files(self) -> list[str]:
+        """The ``cgroup.procs`` file of each of the slot's cgroups (one on v2)."""
+        return list(self._procs_files)
+
     def procs(self) -> list[int]:
         """Pids currently in the slot's cgroup(s), sorted, without duplicates."""
         pids: set[int] = set()

@@ -1,9 +1,10 @@
 """What a forked execution child does before the user's program runs.
 
 The slot's zygote forks the child *before* the request arrives (a spare), so the fork and most of
-the jail setup are off the request's critical path.  The spare, in order: new session → cgroups →
-work dir → drop to the slot's uid → no-new-privs → Landlock → close inherited fds → seccomp; then
-it waits on its control pipe.  When the request comes it reads the plan (limits, program,
+the jail setup are off the request's critical path.  The zygote is already under no-new-privs,
+Landlock and the seccomp filter (`confine_forker`), which the spare inherits.  The spare, in order:
+new session → cgroups → work dir → drop to the slot's uid → close inherited fds; then it waits on
+its control pipe.  When the request comes it reads the plan (limits, program,
 stdin), sets its rlimits, puts stdin in a memfd and runs the program.
 
 Any failure before the user's code starts is reported on the status pipe (close-on-exec), so the
@@ -16,7 +17,6 @@ import json
 import os
 import struct
 import sys
-from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any, NoReturn
 
@@ -35,11 +35,14 @@ class ChildPrep:
 
     uid: int | None = None
     gid: int | None = None
-    join_cgroups: Callable[[], None] | None = None
+    cgroup_procs: list[str] = field(default_factory=list)
+    """The slot cgroups' ``cgroup.procs`` files, which each child writes itself into."""
     landlock_fd: int | None = None
     seccomp_program: bytes | None = None
     env: dict[str, str] = field(default_factory=dict)
     """The programs' environment, less ``HOME`` and ``TMPDIR`` (the child's work dir)."""
+    cgroup_fds: list[int] = field(default_factory=list)
+    """``cgroup_procs`` opened for writing by `confine_forker`, inherited by every child."""
 
 
 @dataclass
@@ -60,26 +63,37 @@ def _drop_privileges(uid: int, gid: int) -> None:
         raise RuntimeError('still root after dropping privileges')
 
 
-def _prepare(prep: ChildPrep, fds: ChildFds, workdir: str) -> None:
-    os.setsid()
-    os.dup2(fds.stdout, 1)
-    os.dup2(fds.stderr, 2)
-    if prep.join_cgroups is not None:
-        prep.join_cgroups()
-    os.chdir(workdir)
-    if prep.uid is not None and prep.gid is not None:
-        _drop_privileges(prep.uid, prep.gid)
-    os.umask(0o022)
+def confine_forker(prep: ChildPrep) -> None:
+    """Apply the slot-wide restrictions once, in the process that forks the children (the zygote).
+
+    No-new-privs, Landlock and the seccomp filter are inherited across ``fork``, so every child
+    starts under them without paying for them (~0.35 ms of CPU each, mostly loading the filter).
+    The cgroups' ``cgroup.procs`` files are opened first, because Landlock then refuses to open
+    them: each child joins its slot's cgroups by writing to the inherited descriptors.
+    """
+    prep.cgroup_fds = [os.open(path, os.O_WRONLY | os.O_CLOEXEC) for path in prep.cgroup_procs]
     if prep.landlock_fd is not None or prep.seccomp_program is not None:
         namespaces.set_no_new_privs()
     if prep.landlock_fd is not None:
         landlock.restrict_self(prep.landlock_fd)
+    if prep.seccomp_program is not None:
+        seccomp.install(prep.seccomp_program)
+
+
+def _prepare(prep: ChildPrep, fds: ChildFds, workdir: str) -> None:
+    os.setsid()
+    os.dup2(fds.stdout, 1)
+    os.dup2(fds.stderr, 2)
+    for fd in prep.cgroup_fds:
+        os.write(fd, b'0')  # "0" is the writer: move this process into the slot's cgroup
+    os.chdir(workdir)
+    if prep.uid is not None and prep.gid is not None:
+        _drop_privileges(prep.uid, prep.gid)
+    os.umask(0o022)
     keep = sorted((fds.ctrl, fds.status))
     os.closerange(3, keep[0])
     os.closerange(keep[0] + 1, keep[1])
     os.closerange(keep[1] + 1, 65536)
-    if prep.seccomp_program is not None:
-        seccomp.install(prep.seccomp_program)
 
 
 def _read_plan(ctrl: int) -> tuple[dict[str, Any], bytes]:

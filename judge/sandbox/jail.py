@@ -240,7 +240,7 @@ class Jail:
         return ChildPrep(
             uid=self.uid,
             gid=self.gid,
-            join_cgroups=self.cgroup.join if self.cgroup is not None else None,
+            cgroup_procs=self.cgroup.procs_files if self.cgroup is not None else [],
             landlock_fd=self.landlock_fd,
             seccomp_program=self.seccomp_program,
             env=self.child_env(),

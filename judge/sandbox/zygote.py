@@ -8,7 +8,8 @@ touches few pages.  The server now forks only once, so its own pages stay privat
 
 The zygote is the spares' parent, so it reaps them and reports how they ended.  It is root and
 outside the slot's cgroup, so killing everything in the slot (or everything of the slot's uid) never
-kills it.  It dies with the server (parent-death signal, and end of file on its socket).
+kills it; it lives under the children's no-new-privs, Landlock and seccomp filter, which they inherit
+(`judge.sandbox.child.confine_forker`).  It dies with the server (parent-death signal, and end of file on its socket).
 
 Messages on a ``SOCK_SEQPACKET`` socket pair, one per datagram:
 
@@ -27,7 +28,7 @@ import struct
 from typing import NoReturn
 
 from judge.sandbox import namespaces
-from judge.sandbox.child import ChildFds, ChildPrep, run_spare
+from judge.sandbox.child import ChildFds, ChildPrep, confine_forker, run_spare
 from judge.sandbox.execute import Spare
 from judge.sandbox.warm import prepare_interpreter
 
@@ -121,6 +122,7 @@ def _serve(sock: socket.socket, prep: ChildPrep, server_pid: int) -> NoReturn:  
         if os.getppid() != server_pid:  # the server died before the parent-death signal was set
             os._exit(0)
         prepare_interpreter(prep.env)  # once for all children
+        confine_forker(prep)  # the zygote itself lives under the children's filters from here on
         children: dict[int, int] = {}  # pidfd -> pid
         listen = sock.fileno()
         while True:
