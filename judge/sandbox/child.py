@@ -4,8 +4,8 @@ The slot's zygote forks the child *before* the request arrives (a spare), so the
 the jail setup are off the request's critical path.  The zygote is already under no-new-privs,
 Landlock and the seccomp filter (`confine_forker`), which the spare inherits.  The spare, in order:
 new session → cgroups → work dir → drop to the slot's uid → close inherited fds; then it waits on
-its control pipe.  When the request comes it reads the plan (limits, program,
-stdin), sets its rlimits, puts stdin in a memfd and runs the program.
+its control pipe.  When the request comes it reads the plan (rlimits, program, stdin), sets the
+rlimits, puts stdin in a memfd and runs the program.
 
 Any failure before the user's code starts is reported on the status pipe (close-on-exec), so the
 server can tell an infrastructure failure from the user's program failing.
@@ -21,7 +21,7 @@ from dataclasses import dataclass, field
 from typing import Any, NoReturn
 
 from judge.sandbox import landlock, namespaces, seccomp
-from judge.sandbox.limits import Limits, apply_rlimits
+from judge.sandbox.limits import apply_rlimits
 from judge.sandbox.protocol import ProtocolError, read_exact
 from judge.sandbox.warm import run_python
 
@@ -138,8 +138,7 @@ def run_spare(prep: ChildPrep, fds: ChildFds, workdir: str) -> NoReturn:
         except EOFError:
             os._exit(0)  # the server retired this spare unused
         os.close(fds.ctrl)
-        limits = Limits.from_dict(plan['limits'])
-        apply_rlimits(limits, set_nproc=prep.uid is not None)
+        apply_rlimits(plan['rlimits'])
         _stdin_from(stdin)
         source = plan.get('python_source')
         if source is None:

@@ -1,9 +1,10 @@
-"""Per-execution limits and how a forked child applies them to itself (rlimits)."""
+"""Per-execution limits and the rlimits a forked child applies to itself."""
 
 from __future__ import annotations
 
 import math
 import resource
+from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, fields
 from typing import Any
 
@@ -41,15 +42,28 @@ class Limits:
 _FIELD_NAMES = frozenset(f.name for f in fields(Limits))
 
 
-def apply_rlimits(limits: Limits, *, set_nproc: bool) -> None:
-    """Set hard and soft rlimits in the calling (child) process; user code cannot raise them."""
+def rlimits(limits: Limits, *, set_nproc: bool) -> list[tuple[int, int, int]]:
+    """The (resource, soft, hard) triples an execution runs under (JSON-able for the child's plan)."""
     cpu_s = max(1, math.ceil(limits.time_s))
-    resource.setrlimit(resource.RLIMIT_CPU, (cpu_s, cpu_s + 1))
-    resource.setrlimit(resource.RLIMIT_CORE, (0, 0))
-    resource.setrlimit(resource.RLIMIT_FSIZE, (limits.file_bytes, limits.file_bytes))
-    resource.setrlimit(resource.RLIMIT_NOFILE, (limits.nofile, limits.nofile))
+    out = [
+        (resource.RLIMIT_CPU, cpu_s, cpu_s + 1),
+        (resource.RLIMIT_CORE, 0, 0),
+        (resource.RLIMIT_FSIZE, limits.file_bytes, limits.file_bytes),
+        (resource.RLIMIT_NOFILE, limits.nofile, limits.nofile),
+    ]
     if set_nproc:
-        resource.setrlimit(resource.RLIMIT_NPROC, (limits.pids, limits.pids))
+        out.append((resource.RLIMIT_NPROC, limits.pids, limits.pids))
     if limits.use_rlimit_as:
         as_bytes = (limits.memory_mb + limits.as_extra_mb) * 1024 * 1024
-        resource.setrlimit(resource.RLIMIT_AS, (as_bytes, as_bytes))
+        out.append((resource.RLIMIT_AS, as_bytes, as_bytes))
+    return out
+
+
+def apply_rlimits(triples: Iterable[Sequence[int]]) -> None:
+    """Set the calling (child) process's rlimits, soft and hard: user code cannot raise them.
+
+    The slot server computes the triples (`rlimits`) and sends them in the plan, so the child does
+    no more than the system calls.
+    """
+    for which, soft, hard in triples:
+        resource.setrlimit(which, (soft, hard))

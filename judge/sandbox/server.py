@@ -27,7 +27,7 @@ if __name__ == '__main__':  # started as a script: make the package importable, 
 from judge.sandbox.execute import ExecOutcome, Spare, execute, kill_process_group, reap_orphans
 from judge.sandbox.jail import Jail
 from judge.sandbox.lazylog import get_logger
-from judge.sandbox.limits import Limits
+from judge.sandbox.limits import Limits, rlimits
 from judge.sandbox.protocol import ProtocolError, recv_message, send_message
 from judge.sandbox.zygote import Zygote, ZygoteLost, start_zygote
 
@@ -129,7 +129,7 @@ class SlotServer:
                 files[filename] = source
             self._write_files(workdir, files, header.get('imports') or {})
             plan = {
-                'limits': limits.to_dict(),
+                'rlimits': rlimits(limits, set_nproc=self.jail.uid is not None),
                 'argv': list(header.get('argv') or []),
                 'python_source': source,
                 'python_filename': filename,
