@@ -36,10 +36,18 @@ def _tree_cpu_s(pids: list[int]) -> float:
 
 
 def _slot_pids(client: SlotClient) -> list[int]:
+    """The slot server and every live process below it (its zygote, the zygote's spare...)."""
     assert client._proc is not None
-    pid = client._proc.pid
-    with open(f'/proc/{pid}/task/{pid}/children') as f:
-        return [pid, *(int(x) for x in f.read().split())]
+    found, todo = [], [client._proc.pid]
+    while todo:
+        pid = todo.pop()
+        found.append(pid)
+        try:
+            with open(f'/proc/{pid}/task/{pid}/children') as f:
+                todo.extend(int(x) for x in f.read().split())
+        except OSError:
+            continue
+    return found
 
 
 def _request(python: str, mode: str) -> ExecRequest:
