@@ -32,7 +32,8 @@ task_compression = None
 worker_concurrency = _s.max_workers
 worker_prefetch_multiplier = 1
 task_acks_late = True
-task_acks_on_failure_or_timeout = True
+task_acks_on_failure = True
+task_acks_on_timeout = True
 # A pool process that dies mid-task (kill -9, OOM) retries the task a bounded number of times
 # (`max_retries` on the task), instead of requeueing a poison submission forever.
 task_reject_on_worker_lost = False

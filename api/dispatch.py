@@ -1,10 +1,11 @@
 """Publish submissions as Celery tasks and wait for their answers without blocking the event loop.
 
 Each request gets its own Redis reply list.  Its submissions are published as one Celery group
-(shared ``group_id``, one task per submission) in a pipelined producer batch from a thread; the
-handler then awaits ``BLMPOP`` on the reply list until every index has answered or the route's
-deadline passes.  Unanswered submissions become ``queue_timeout`` and their tasks expire at the
-deadline, so nobody runs them for a client that has gone.
+(shared ``group_id``, one task per submission) with pipelined ``LPUSH`` on the asyncio Redis client
+(`api.publish`: Celery builds each message, kombu's Redis layout is kept); the handler then
+awaits ``BLMPOP`` on the reply list until every index has answered or the route's deadline passes.
+Unanswered submissions become ``queue_timeout`` and their tasks expire at the deadline, so nobody
+runs them for a client that has gone.
 
 Faults, checked about once a second while waiting:
 
@@ -18,7 +19,6 @@ Faults, checked about once a second while waiting:
 from __future__ import annotations
 
 import asyncio
-import contextlib
 import json
 import logging
 import time
@@ -31,6 +31,7 @@ import redis.asyncio as aioredis
 from celery import Celery
 from redis.exceptions import ResponseError
 
+from api.publish import TaskMessages
 from judge.contracts import (
     CANCELLED_KEY,
     PRIORITY_BATCH,
@@ -96,32 +97,38 @@ class Dispatcher:
 
     def __init__(self, celery_app: Celery, redis_client: aioredis.Redis) -> None:
         self.app = celery_app
+        self.messages = TaskMessages(celery_app)
         self.redis = redis_client
         self._has_blmpop = True
 
-    def _publish(
-        self, payloads: list[dict[str, Any]], route: Route, reply_to: str, batch_id: str, expires_at: float
+    async def _publish(
+        self, payloads: list[dict[str, Any]], route: Route, reply_to: str, batch_id: str, live_key: str
     ) -> None:
-        with self.app.producer_or_acquire() as producer:
-            for start in range(0, len(payloads), _PUBLISH_SLICE):
-                # A pipeline pays off from two messages on; a single /run goes straight out.
-                with producer.batch(max_size=_PUBLISH_SLICE) if len(payloads) > 1 else contextlib.nullcontext():
-                    for index in range(start, min(start + _PUBLISH_SLICE, len(payloads))):
-                        sub = payloads[index]
-                        self.app.send_task(
-                            RUN_TASK,
-                            args=(sub, reply_to, index, batch_id),
-                            queue=route.queue,
-                            routing_key=route.queue,
-                            priority=route.priority,
-                            producer=producer,
-                            ignore_result=True,
-                            expires=expires_at - time.time(),
-                            group_id=batch_id,
-                            group_index=index,
-                            argsrepr=f'(sub_id={sub.get("sub_id")!r}, type={sub.get("type")!r}, batch={batch_id!r})',
-                            kwargsrepr='{}',
-                        )
+        """The liveness key, then every submission as one task (one Celery group), in one round trip
+        for up to `_PUBLISH_SLICE` submissions."""
+        key = self.messages.list_key(route.queue, route.priority)
+        pipe = self.redis.pipeline(transaction=False)
+        pipe.set(live_key, 1, ex=int(route.wait_s + _CANCEL_MARGIN_S))
+        for start in range(0, len(payloads), _PUBLISH_SLICE):
+            pipe.lpush(
+                key,
+                *(
+                    self.messages.build(
+                        RUN_TASK,
+                        (sub, reply_to, index, batch_id),
+                        queue=route.queue,
+                        priority=route.priority,
+                        expires_s=route.wait_s,
+                        group_id=batch_id,
+                        group_index=index,
+                        argsrepr=f'(sub_id={sub.get("sub_id")!r}, type={sub.get("type")!r}, batch={batch_id!r})',
+                    )
+                    for index, sub in enumerate(payloads[start : start + _PUBLISH_SLICE], start)
+                ),
+            )
+            if start + _PUBLISH_SLICE < len(payloads):
+                await pipe.execute()  # bound the size of one pipeline
+        await pipe.execute()
 
     async def run(
         self,
@@ -138,8 +145,7 @@ class Dispatcher:
         reply_to = f'{REPLY_KEY_PREFIX}{request_id}'
         live_key = f'{LIVE_KEY_PREFIX}{request_id}'
         try:
-            await self.redis.set(live_key, 1, ex=int(route.wait_s + _CANCEL_MARGIN_S))
-            await asyncio.to_thread(self._publish, payloads, route, reply_to, batch_id, time.time() + route.wait_s)
+            await self._publish(payloads, route, reply_to, batch_id, live_key)
         except Exception as exc:
             logger.exception('batch=%s: publishing failed', batch_id)
             return [internal_error(p['sub_id'], f'could not enqueue: {type(exc).__name__}: {exc}') for p in payloads]

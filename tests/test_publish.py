@@ -1,0 +1,78 @@
+"""Messages the gateway writes itself (api/publish.py) against the ones Celery and kombu write."""
+
+from __future__ import annotations
+
+import base64
+import json
+import uuid
+from typing import Any
+
+import redis
+
+from api.publish import TaskMessages
+from judge.app import app
+from judge.contracts import PRIORITY_BATCH, PRIORITY_LONG, PRIORITY_RUN, RUN_TASK
+from tests.conftest import Stack
+
+_VARYING = {'id', 'root_id', 'expires', 'origin', 'correlation_id', 'delivery_tag', 'reply_to'}
+
+
+def _strip(d: dict[str, Any]) -> dict[str, Any]:
+    return {k: v for k, v in d.items() if k not in _VARYING}
+
+
+def test_list_keys_follow_kombu_priority_steps() -> None:
+    messages = TaskMessages(app)
+    assert messages.list_key('judge.run', PRIORITY_RUN) == f'judge.run:{PRIORITY_RUN}'
+    assert messages.list_key('judge.batch', PRIORITY_BATCH) == f'judge.batch:{PRIORITY_BATCH}'
+    assert messages.list_key('judge.long', PRIORITY_LONG) == f'judge.long:{PRIORITY_LONG}'
+    assert messages.list_key('q', 0) == 'q'
+
+
+def test_envelope_matches_what_kombu_writes(stack: Stack) -> None:
+    queue = f'test-publish-{uuid.uuid4().hex}'
+    args = ({'sub_id': 's1', 'type': 'python', 'solution': 'print("é")', 'input': ''}, 'judge:reply:x', 3, 'b1')
+    client = redis.Redis.from_url(stack.redis_url)
+    conn = app.connection_for_write(stack.redis_url)
+    try:
+        with app.producer_or_acquire(app.producer_pool.Producer(conn)) as producer:
+            app.send_task(
+                RUN_TASK,
+                args=args,
+                queue=queue,
+                routing_key=queue,
+                priority=PRIORITY_BATCH,
+                producer=producer,
+                ignore_result=True,
+                expires=30.0,
+                group_id='b1',
+                group_index=3,
+                argsrepr='(x)',
+                kwargsrepr='{}',
+            )
+        messages = TaskMessages(app)
+        key = messages.list_key(queue, PRIORITY_BATCH)
+        theirs = json.loads(client.rpop(key) or b'null')
+        ours = json.loads(
+            messages.build(
+                RUN_TASK,
+                args,
+                queue=queue,
+                priority=PRIORITY_BATCH,
+                expires_s=30.0,
+                group_id='b1',
+                group_index=3,
+                argsrepr='(x)',
+            )
+        )
+    finally:
+        client.delete(key, queue)
+        conn.release()
+    assert theirs is not None, f'kombu wrote nothing to {key}'
+    assert set(ours) == set(theirs)
+    assert _strip(ours['headers']) == _strip(theirs['headers'])
+    assert _strip(ours['properties']) == _strip(theirs['properties'])
+    assert ours['headers']['expires'][:16] == theirs['headers']['expires'][:16]  # same minute
+    assert json.loads(base64.b64decode(ours['body'])) == json.loads(base64.b64decode(theirs['body']))
+    for field in ('content-type', 'content-encoding'):
+        assert ours[field] == theirs[field]
