@@ -31,6 +31,7 @@ task_compression = None
 # One process per slot; fair distribution and working priorities need prefetch 1 + late acks.
 worker_concurrency = _s.max_workers
 worker_prefetch_multiplier = 1
+worker_disable_rate_limits = True  # no rate limits are used: skip the per-task token-bucket check
 task_acks_late = True
 task_acks_on_failure = True
 task_acks_on_timeout = True
