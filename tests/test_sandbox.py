@@ -52,6 +52,12 @@ def run_py(
 
 CORPUS: dict[str, tuple[str, bytes]] = {
     'hello': ('print("hello")', b''),
+    'stream_attributes': (
+        'import sys\nfor s in (sys.stdin, sys.stdout, sys.stderr):\n'
+        '    print(s.name, s.encoding, s.seekable(), s.line_buffering, s.isatty())\n'
+        'print(sys.stdin.read(3), sys.stdin.tell())',
+        b'abcdef',
+    ),
     'main_guard': ('if __name__ == "__main__":\n    print("main")\nelse:\n    print(__name__)', b''),
     'argv_and_file': ('import sys, os\nprint(sys.argv, os.path.basename(__file__))', b''),
     'stdin_lines': ('import sys\nprint(sum(int(x) for x in sys.stdin.read().split()))', b'1 2 3\n4\n'),

@@ -15,13 +15,17 @@ import types
 from typing import NoReturn
 
 
+def _raw(fd: int, mode: str, name: str) -> io.FileIO:
+    raw = io.FileIO(fd, mode, closefd=False)
+    raw.name = name  # as the interpreter names its own: '<stdin>'...
+    return raw
+
+
 def _fresh_streams() -> None:
-    sys.stdin = io.TextIOWrapper(io.BufferedReader(io.FileIO(0, 'rb', closefd=False)), encoding='utf-8')
-    sys.stdout = io.TextIOWrapper(
-        io.BufferedWriter(io.FileIO(1, 'wb', closefd=False)), encoding='utf-8', errors='strict'
-    )
+    sys.stdin = io.TextIOWrapper(io.BufferedReader(_raw(0, 'rb', '<stdin>')), encoding='utf-8')
+    sys.stdout = io.TextIOWrapper(io.BufferedWriter(_raw(1, 'wb', '<stdout>')), encoding='utf-8', errors='strict')
     sys.stderr = io.TextIOWrapper(
-        io.BufferedWriter(io.FileIO(2, 'wb', closefd=False)),
+        io.BufferedWriter(_raw(2, 'wb', '<stderr>')),
         encoding='utf-8',
         errors='backslashreplace',
         line_buffering=True,
@@ -88,16 +92,36 @@ def _hide_frames(extra: int) -> None:
     set_limit(1000 + extra)
 
 
+_streams_ready = False
+
+
 def prepare_interpreter(env: dict[str, str]) -> None:
-    """Once, in the process the children are forked from: their environment and module path.
+    """Once, in the process the children are forked from: their environment, module path and
+    standard streams.
 
     Done once so that each child only adds what is its own (its work dir), instead of paying for
-    rebuilding ``os.environ`` and ``sys.path`` (about 0.4 ms of CPU, mostly page faults).
+    rebuilding ``os.environ`` and ``sys.path`` and for three new text streams (together about
+    0.7 ms of CPU per child, mostly page faults).  The streams are built over descriptors of the
+    same kinds a child gets (an empty memfd on 0, pipes on 1 and 2), so what they learn when built
+    (seekable or not, block size, position) holds in every child, which only puts its own
+    descriptors on 0-2.  This process must not use its standard streams afterwards: nothing reads
+    those pipes.
     """
+    global _streams_ready
     os.environ.clear()
     os.environ.update(env)
     here = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
     sys.path[:] = [p for p in sys.path if p and p != here]
+    stdin = os.memfd_create('stdin', 0)
+    os.dup2(stdin, 0)
+    os.close(stdin)
+    for fd in (1, 2):
+        read_end, write_end = os.pipe()
+        os.dup2(write_end, fd)
+        os.close(write_end)
+        os.close(read_end)
+    _fresh_streams()
+    _streams_ready = True
 
 
 def run_python(source: str | None, filename: str, workdir: str) -> NoReturn:
@@ -109,7 +133,8 @@ def run_python(source: str | None, filename: str, workdir: str) -> NoReturn:
     sys.argv = [filename]
     sys.path.insert(0, os.getcwd())
     _hide_frames(_frames_below() + 1)
-    _fresh_streams()
+    if not _streams_ready:
+        _fresh_streams()
     main = types.ModuleType('__main__')
     main.__file__ = os.path.join(os.getcwd(), filename)
     main.__builtins__ = __builtins__  # type: ignore[attr-defined]
