@@ -134,7 +134,7 @@ class SlotClient:
         on a fresh server: the execution is sandboxed, so running it again is harmless.
         """
         reply, blobs = self._exchange(request)
-        if not reply.get('ok') and str(reply.get('error', '')).startswith('ZygoteLost'):
+        if _zygote_lost(reply):
             logger.warning('slot %d: the zygote died; restarting the slot server', self.config.slot)
             reply, blobs = self._exchange(request)
         if not reply.get('ok'):
@@ -176,7 +176,7 @@ class SlotClient:
             except (OSError, SandboxError) as e:
                 self._discard()
                 raise SandboxError(str(e)) from e
-            if not reply.get('ok') and str(reply.get('error', '')).startswith('ZygoteLost'):
+            if _zygote_lost(reply):
                 self._discard()  # it is exiting: do not send it the retry
             return reply, blobs
 
@@ -190,3 +190,8 @@ class SlotClient:
         """Stop the server (its executions die with it)."""
         with self._lock:
             self._discard()
+
+
+def _zygote_lost(reply: dict[str, Any]) -> bool:
+    """Whether the server answered that its zygote died (it exits after such an answer)."""
+    return not reply.get('ok') and str(reply.get('error', '')).startswith('ZygoteLost')

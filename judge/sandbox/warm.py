@@ -92,9 +92,6 @@ def _hide_frames(extra: int) -> None:
     set_limit(1000 + extra)
 
 
-_streams_ready = False
-
-
 def prepare_interpreter(env: dict[str, str]) -> None:
     """Once, in the process the children are forked from: their environment, module path and
     standard streams.
@@ -107,7 +104,6 @@ def prepare_interpreter(env: dict[str, str]) -> None:
     descriptors on 0-2.  This process must not use its standard streams afterwards: nothing reads
     those pipes.
     """
-    global _streams_ready
     os.environ.clear()
     os.environ.update(env)
     here = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
@@ -121,20 +117,18 @@ def prepare_interpreter(env: dict[str, str]) -> None:
         os.close(write_end)
         os.close(read_end)
     _fresh_streams()
-    _streams_ready = True
 
 
 def run_python(source: str | None, filename: str, workdir: str) -> NoReturn:
     """Execute ``source`` as the ``__main__`` module and exit with Python's exit status.
 
-    Expects `prepare_interpreter` to have run in an ancestor and the current directory to be ``workdir``.
+    Expects `prepare_interpreter` to have run in an ancestor (the streams are its) and the
+    current directory to be ``workdir``.
     """
     os.environ['HOME'] = os.environ['TMPDIR'] = workdir
     sys.argv = [filename]
     sys.path.insert(0, os.getcwd())
     _hide_frames(_frames_below() + 1)
-    if not _streams_ready:
-        _fresh_streams()
     main = types.ModuleType('__main__')
     main.__file__ = os.path.join(os.getcwd(), filename)
     main.__builtins__ = __builtins__  # type: ignore[attr-defined]
