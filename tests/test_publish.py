@@ -34,37 +34,24 @@ def test_envelope_matches_what_kombu_writes(stack: Stack) -> None:
     args = ({'sub_id': 's1', 'type': 'python', 'solution': 'print("é")', 'input': ''}, 'judge:reply:x', 3, 'b1')
     client = redis.Redis.from_url(stack.redis_url)
     conn = app.connection_for_write(stack.redis_url)
+    messages = TaskMessages(app)
+    key = messages.list_key(queue, PRIORITY_BATCH)
+    same: dict[str, Any] = {'queue': queue, 'priority': PRIORITY_BATCH, 'group_id': 'b1', 'group_index': 3}
     try:
         with app.producer_or_acquire(app.producer_pool.Producer(conn)) as producer:
             app.send_task(
                 RUN_TASK,
                 args=args,
-                queue=queue,
                 routing_key=queue,
-                priority=PRIORITY_BATCH,
                 producer=producer,
                 ignore_result=True,
                 expires=30.0,
-                group_id='b1',
-                group_index=3,
                 argsrepr='(x)',
                 kwargsrepr='{}',
+                **same,
             )
-        messages = TaskMessages(app)
-        key = messages.list_key(queue, PRIORITY_BATCH)
         theirs = json.loads(client.rpop(key) or b'null')
-        ours = json.loads(
-            messages.build(
-                RUN_TASK,
-                args,
-                queue=queue,
-                priority=PRIORITY_BATCH,
-                expires_s=30.0,
-                group_id='b1',
-                group_index=3,
-                argsrepr='(x)',
-            )
-        )
+        ours = json.loads(messages.build(RUN_TASK, args, expires_s=30.0, argsrepr='(x)', **same))
     finally:
         client.delete(key, queue)
         conn.release()

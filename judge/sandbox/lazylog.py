@@ -1,10 +1,10 @@
 """Loggers for the sandbox modules that import `logging` only when there is something to say.
 
-The slot server (and its zygote) fork once per execution.  `logging` imports `threading`, and
-threading's at-fork handler then runs in every forked child: measured here, a fork+exit of the
-server went from about 0.45 to 0.95 ms of CPU and from 64 to 190 page faults.  So the server never imports `logging`
-unless it must report a warning or an error; debug and info messages are dropped there (its level
-is WARNING anyway).  In a process that already uses `logging` (a worker, the tests) these loggers
+The slot server's zygote forks once per execution.  `logging` imports `threading`, and threading's
+at-fork handler then runs in every forked child: measured here, a fork+exit of the server went
+from about 0.45 to 0.95 ms of CPU and from 64 to 190 page faults.  So the server never imports
+`logging` unless it must report a warning or an error; debug and info messages are dropped there
+(its level is WARNING anyway).  In a process that already uses `logging` (a worker, the tests) these loggers
 are plain `logging` loggers.
 """
 

@@ -7,9 +7,10 @@ zygote is a copy of the server taken once, after start-up; between forks it runs
 touches few pages.  The server now forks only once, so its own pages stay private.
 
 The zygote is the spares' parent, so it reaps them and reports how they ended.  It is root and
-outside the slot's cgroup, so killing everything in the slot (or everything of the slot's uid) never
-kills it; it lives under the children's no-new-privs, Landlock and seccomp filter, which they inherit
-(`judge.sandbox.child.confine_forker`).  It dies with the server (parent-death signal, and end of file on its socket).
+outside the slot's cgroup, so killing everything in the slot (or everything of the slot's uid)
+never kills it; it lives under the children's no-new-privs, Landlock and seccomp filter, which they
+inherit (`judge.sandbox.child.confine_forker`).  It dies with the server (parent-death signal, and
+end of file on its socket).
 
 Messages on a ``SOCK_SEQPACKET`` socket pair, one per datagram:
 
