@@ -8,15 +8,26 @@ per published message.  A client holds no connection of its own (it borrows one 
 command), so one per pool can be shared, by threads too.  It is rebuilt when kombu replaces the pool
 (after a reconnect).
 
+Acknowledgement bookkeeping (`QoS`): with late acks kombu records each delivered message in an
+"unacked" hash and index before running it, and removes it on ack, each time through a redis-py
+pipeline.  Both happen once per task in the worker's main process, so they go through
+`judge.packedcalls` instead (the same commands, in the same MULTI/EXEC transactions), falling back
+to kombu's own code on any error.
+
 Selected in `celeryconfig.py` with ``broker_transport``; the URL, TLS and Sentinel settings are
 kombu's own.
 """
 
 from __future__ import annotations
 
+from time import time
 from typing import Any
 
 from kombu.transport import redis as kombu_redis
+from kombu.transport import virtual
+from kombu.utils.json import dumps
+
+from judge.packedcalls import PackedCalls
 
 
 class _ReusedClient:
@@ -35,8 +46,54 @@ class _ReusedClient:
         return cached[1]
 
 
+class QoS(kombu_redis.QoS):  # type: ignore[misc]
+    """Kombu's Redis QoS with its per-message bookkeeping sent as packed commands."""
+
+    def __init__(self, *args: Any, **kwargs: Any) -> None:
+        super().__init__(*args, **kwargs)
+        self._packed = PackedCalls(lambda: self.channel.pool)
+
+    def _fast(self, commands: list[tuple[Any, ...]]) -> bool:
+        if self.channel.global_keyprefix:  # kombu's client prefixes keys; keep its path
+            return False
+        replies = self._packed.call(commands)
+        return replies is not None and isinstance(replies[-1], list)  # EXEC ran the transaction
+
+    def append(self, message: Any, delivery_tag: str) -> None:
+        """Record ``message`` as delivered but not yet acknowledged (restored if never acked)."""
+        delivery = message.delivery_info
+        payload = dumps([message._raw, delivery['exchange'], delivery['routing_key']])
+        if self._fast(
+            [
+                ('MULTI',),
+                ('ZADD', self.unacked_index_key, time(), delivery_tag),
+                ('HSET', self.unacked_key, delivery_tag, payload),
+                ('EXEC',),
+            ]
+        ):
+            virtual.QoS.append(self, message, delivery_tag)
+        else:
+            super().append(message, delivery_tag)
+
+    def ack(self, delivery_tag: str) -> None:
+        """Forget ``delivery_tag``: it will not be redelivered."""
+        if self._fast(
+            [
+                ('MULTI',),
+                ('ZREM', self.unacked_index_key, delivery_tag),
+                ('HDEL', self.unacked_key, delivery_tag),
+                ('EXEC',),
+            ]
+        ):
+            virtual.QoS.ack(self, delivery_tag)
+        else:
+            super().ack(delivery_tag)
+
+
 class Channel(_ReusedClient, kombu_redis.Channel):  # type: ignore[misc]
-    """A Redis channel that reuses its client."""
+    """A Redis channel that reuses its client and keeps its acks cheap."""
+
+    QoS = QoS
 
 
 class Transport(kombu_redis.Transport):  # type: ignore[misc]
@@ -47,6 +104,8 @@ class Transport(kombu_redis.Transport):  # type: ignore[misc]
 
 class SentinelChannel(_ReusedClient, kombu_redis.SentinelChannel):  # type: ignore[misc]
     """A Sentinel channel that reuses its client (rebuilt when failover replaces the pool)."""
+
+    QoS = QoS
 
 
 class SentinelTransport(kombu_redis.SentinelTransport):  # type: ignore[misc]

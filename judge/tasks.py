@@ -22,6 +22,7 @@ from judge.app import app
 from judge.contracts import CANCELLED_KEY, NODE_INFO_KEY, RUN_TASK, Verdict, infra_failure
 from judge.error_cases import ErrorCaseWriter, should_save
 from judge.executors import EXECUTORS, Toolchain
+from judge.packedcalls import PackedCalls
 from judge.redisconn import sync_client
 from judge.runner import Runner, RunnerConfig
 from judge.sandbox.client import SandboxError, SlotClient, SlotConfig
@@ -67,6 +68,7 @@ class _Slot:
     runner: Runner | None = None
     client: SlotClient | None = None
     redis: redis.Redis | None = None
+    packed: PackedCalls | None = None
     lock_fd: int | None = None
     node_name: str | None = None
     error_cases: ErrorCaseWriter | None = None
@@ -142,10 +144,21 @@ def _redis() -> redis.Redis:
 
 
 def push_reply(reply_to: str, index: int, result: dict[str, Any]) -> None:
-    """Append ``[index, result]`` to the request's reply list (the gateway de-duplicates)."""
+    """Append ``[index, result]`` to the request's reply list (the gateway de-duplicates).
+
+    Packed commands on this process's held connection; redis-py's pipeline (with its retries) if
+    that fails.
+    """
+    item = json.dumps([index, result], separators=(',', ':'))
+    ttl_s = get_settings().reply_ttl_s
+    if _Slot.packed is None:
+        client = _redis()
+        _Slot.packed = PackedCalls(lambda: client.connection_pool)
+    if _Slot.packed.call([('RPUSH', reply_to, item), ('EXPIRE', reply_to, ttl_s)]) is not None:
+        return
     pipe = _redis().pipeline(transaction=False)
-    pipe.rpush(reply_to, json.dumps([index, result], separators=(',', ':')))
-    pipe.expire(reply_to, get_settings().reply_ttl_s)
+    pipe.rpush(reply_to, item)
+    pipe.expire(reply_to, ttl_s)
     pipe.execute()
 
 
@@ -166,6 +179,7 @@ def internal_error(sub: dict[str, Any], message: str, cost_s: float = 0.0) -> di
 
 @app.task(
     name=RUN_TASK,
+    Request='judge.request:Request',
     bind=True,
     ignore_result=True,
     acks_late=True,
