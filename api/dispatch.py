@@ -52,6 +52,11 @@ _PUBLISH_SLICE = 200
 _POLL_SLICE_S = 1.0
 _CHECK_EVERY_S = 1.0
 _CANCEL_MARGIN_S = 60.0
+# While more than this many results are outstanding, pause between pops so that each pop takes
+# several results: one round trip per result cost about 0.3 ms of the gateway's CPU per submission
+# in a long batch.  The last results are popped as they come, so a batch never ends later.
+_COALESCE_ABOVE = 32
+_COALESCE_S = 0.025
 
 # Same name in judge/tasks.py (the worker must not import the gateway); a test checks they agree.
 """ZSET of abandoned reply keys, scored by expiry (epoch s); read by `judge.tasks.is_cancelled`."""
@@ -232,6 +237,8 @@ class Dispatcher:
                 if 0 <= index < len(results) and results[index] is None:
                     results[index] = result
                     missing -= 1
+            if missing > _COALESCE_ABOVE:
+                await asyncio.sleep(min(_COALESCE_S, max(0.0, deadline - loop.time())))
 
     async def _cancel(self, reply_to: str, remaining_s: float) -> None:
         """Tell the workers to skip the request's tasks that have not started (best effort)."""
