@@ -101,6 +101,8 @@ class Settings(BaseSettings):
     """Level of the gateway's access log (one line per request with its ids)."""
     task_events: bool = Field(True, validation_alias=_env('JUDGE_TASK_EVENTS'))
     """Send Celery task events (Flower needs them; they cost ~0.6 ms CPU per task)."""
+    task_started_events: bool = Field(False, validation_alias=_env('JUDGE_TASK_STARTED_EVENTS'))
+    """Also send ``task-started`` (Flower then shows STARTED; see `judge.request`)."""
 
     @model_validator(mode='after')
     def _derived(self) -> Settings:

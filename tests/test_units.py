@@ -147,3 +147,26 @@ def test_lazy_logger_reports_warnings_in_a_process_without_logging() -> None:
     )
     out = subprocess.run([sys.executable, '-I', '-c', code, str(ROOT)], capture_output=True, text=True, check=True)
     assert out.stderr == 'judge.sandbox.x: loud 2\n'
+
+
+def test_worker_requests_send_every_task_event_but_started(monkeypatch: pytest.MonkeyPatch) -> None:
+    import judge.request
+    from judge.tasks import run
+
+    sent: list[str] = []
+
+    class Eventer:
+        enabled = True
+
+        def send(self, type: str, **fields: object) -> None:
+            sent.append(type)
+
+    request = object.__new__(judge.request.Request)
+    request._eventer, request._task, request.id = Eventer(), run, 'task-id'
+    for event in ('task-received', 'task-started', 'task-succeeded', 'task-failed'):
+        request.send_event(event)
+    assert sent == ['task-received', 'task-succeeded', 'task-failed']
+    assert run.Request == 'judge.request:Request'  # the worker builds our class for this task
+    monkeypatch.setattr(judge.request, '_SEND_STARTED', True)
+    request.send_event('task-started')
+    assert sent[-1] == 'task-started'
