@@ -56,6 +56,37 @@ def _read(path: str) -> str:
         return f.read()
 
 
+class _HeldFile:
+    """A cgroup file kept open and re-read from offset 0, which regenerates it.
+
+    For files read after every execution; opening the file each time cost ten times more (~23 us vs
+    ~2 us).  Not for ``cgroup.procs``: cgroup v1 keeps serving an open file's first pid list.
+    """
+
+    def __init__(self, path: str) -> None:
+        self.path = path
+        self._fd: int | None = None
+
+    def read(self) -> str:
+        """The file's current content (reopened once if the held descriptor went stale)."""
+        for attempt in (0, 1):
+            if self._fd is None:
+                self._fd = os.open(self.path, os.O_RDONLY | os.O_CLOEXEC)
+            try:
+                return os.pread(self._fd, 65536, 0).decode('ascii')
+            except OSError:
+                self.close()
+                if attempt:
+                    raise
+        raise AssertionError('unreachable')
+
+    def close(self) -> None:
+        """Close the held descriptor (the next read reopens the file)."""
+        fd, self._fd = self._fd, None
+        if fd is not None:
+            os.close(fd)
+
+
 def _write(path: str, value: str) -> None:
     fd = os.open(path, os.O_WRONLY | os.O_CLOEXEC)
     try:
@@ -103,6 +134,8 @@ class SlotCgroup:
         self.pids_dir = os.path.join(hierarchy.pids_root, parent, name)
         self.paths = list(dict.fromkeys((self.memory_dir, self.pids_dir)))
         self._procs_files = [os.path.join(p, 'cgroup.procs') for p in self.paths]
+        oom_file = 'memory.events' if self.version == 2 else 'memory.oom_control'
+        self._oom = _HeldFile(os.path.join(self.memory_dir, oom_file))
 
     def __repr__(self) -> str:
         return f'SlotCgroup({self.name!r}, v{self.version}, memory_mb={self.memory_mb}, pids_max={self.pids_max})'
@@ -184,7 +217,7 @@ class SlotCgroup:
     def procs(self) -> list[int]:
         """Pids currently in the slot's cgroup(s), sorted, without duplicates."""
         pids: set[int] = set()
-        for path in self._procs_files:
+        for path in self._procs_files:  # reopened each time: v1 caches a held file's pid list
             try:
                 pids.update(int(tok) for tok in _read(path).split())
             except FileNotFoundError:
@@ -219,8 +252,7 @@ class SlotCgroup:
 
     def oom_kills(self) -> int:
         """How many processes the OOM killer has killed in this cgroup so far."""
-        name = 'memory.events' if self.version == 2 else 'memory.oom_control'
-        for line in _read(os.path.join(self.memory_dir, name)).splitlines():
+        for line in self._oom.read().splitlines():
             key, _, value = line.partition(' ')
             if key == 'oom_kill':
                 return int(value)
@@ -242,6 +274,7 @@ class SlotCgroup:
     def remove(self, timeout_s: float = 1.0) -> None:
         """Kill everything inside, then delete the cgroup directories (missing ones are ignored)."""
         self.kill_all(timeout_s)
+        self._oom.close()
         deadline = time.monotonic() + timeout_s
         for path in self.paths:
             while True:

@@ -13,7 +13,7 @@ server can tell an infrastructure failure from the user's program failing.
 
 from __future__ import annotations
 
-import json
+import marshal
 import os
 import struct
 import sys
@@ -99,7 +99,7 @@ def _prepare(prep: ChildPrep, fds: ChildFds, workdir: str) -> None:
 def _read_plan(ctrl: int) -> tuple[dict[str, Any], bytes]:
     try:
         (header_len,) = _LEN.unpack(read_exact(ctrl, _LEN.size))
-        plan = json.loads(read_exact(ctrl, header_len))
+        plan = marshal.loads(read_exact(ctrl, header_len))
         (stdin_len,) = _LEN.unpack(read_exact(ctrl, _LEN.size))
         return plan, read_exact(ctrl, stdin_len)
     except ProtocolError as e:
@@ -107,8 +107,12 @@ def _read_plan(ctrl: int) -> tuple[dict[str, Any], bytes]:
 
 
 def encode_plan(plan: dict[str, Any], stdin: bytes) -> bytes:
-    """The message the server writes on a spare's control pipe."""
-    header = json.dumps(plan, separators=(',', ':')).encode()
+    """The message the server writes on a spare's control pipe.
+
+    The plan is marshalled, not JSON: the server (trusted) writes it, and one C call to read it
+    touches fewer of the freshly forked child's pages (~0.1 ms less per execution).
+    """
+    header = marshal.dumps(plan)
     return b''.join((_LEN.pack(len(header)), header, _LEN.pack(len(stdin)), stdin))
 
 

@@ -103,7 +103,7 @@ class Jail:
         self.landlock_fd: int | None = None
         self.seccomp_program: bytes | None = None
         self.detail: dict[str, Any] = {}
-        self._oom_before = 0
+        self._oom_before: int | None = None
         self.tier = self._choose(str(config.get('tier', 'auto')))
         self._setup(int(config.get('uid_base', 61000)))
         self.detail['tier'] = self.tier
@@ -215,7 +215,8 @@ class Jail:
         if limits.memory_mb != self.memory_mb:
             self.cgroup.set_memory_mb(limits.memory_mb)
             self.memory_mb = limits.memory_mb
-        self._oom_before = self.cgroup.oom_kills()
+        if self._oom_before is None:  # afterwards, the count `memory_exceeded` read last time
+            self._oom_before = self.cgroup.oom_kills()
         return Limits.from_dict({**limits.to_dict(), 'use_rlimit_as': False})
 
     def child_env(self) -> dict[str, str]:
@@ -250,7 +251,12 @@ class Jail:
         """Whether the execution was OOM-killed by the slot's memory cgroup."""
         if self.cgroup is None:
             return False
-        return self.cgroup.oom_kills() > self._oom_before
+        before, self._oom_before = self._oom_before, self.cgroup.oom_kills()
+        return before is not None and self._oom_before > before
+
+    def forget_oom_count(self) -> None:
+        """After an execution that `memory_exceeded` did not see: re-read the count next time."""
+        self._oom_before = None
 
     def kill_all(self) -> None:
         """Kill every process the slot's executions may have left behind."""

@@ -43,6 +43,8 @@ class SlotServer:
         self.counter = 0
         self.spare: Spare | None = None
         self.zygote: Zygote | None = None
+        self._leftover: str | None = None
+        """The last execution's work dir, until `finish` has removed it."""
 
     def start_zygote(self) -> None:
         """Fork the process that will fork every spare (call once, after start-up is done)."""
@@ -117,10 +119,11 @@ class SlotServer:
             return {'ok': True, 'tier': self.jail.tier, 'detail': self.jail.detail}, ()
         if op != 'exec':
             return {'ok': False, 'error': f'unknown op {op!r}'}, ()
+        self.finish()
         limits = self.jail.effective_limits(Limits.from_dict(header.get('limits') or {}))
         spare = self._take_spare()
         workdir = spare.workdir
-        started = cleaned = False
+        started = done = False
         try:
             files = dict(header.get('files') or {})
             source = header.get('python_source')
@@ -136,18 +139,28 @@ class SlotServer:
             }
             started = True
             outcome = execute(spare, plan, blobs[0] if blobs else b'', limits, self._kill_all)
-            cleaned = True  # execute() killed everything the execution started before returning
+            done = True  # execute() killed everything the execution started before returning
             outcome.memory_exceeded = self.jail.memory_exceeded(outcome)
             if outcome.exit_code == 0 and not outcome.timed_out:
                 self._export(workdir, header.get('exports') or {})
         finally:
             if not started:
                 spare.discard()
-            if not cleaned:
+            if done:  # removed by `finish`, after the reply is sent
+                self._leftover = workdir
+            else:
+                self.jail.forget_oom_count()
                 self._kill_all(0)
+                reap_orphans()
+                shutil.rmtree(workdir, ignore_errors=True)
+        return _reply(outcome), (bytes(outcome.stdout), bytes(outcome.stderr))
+
+    def finish(self) -> None:
+        """Reap and remove what the last execution left (already killed), off the reply's path."""
+        workdir, self._leftover = self._leftover, None
+        if workdir is not None:
             reap_orphans()
             shutil.rmtree(workdir, ignore_errors=True)
-        return _reply(outcome), (bytes(outcome.stdout), bytes(outcome.stderr))
 
     def _kill_all(self, pid: int) -> None:
         if pid:
@@ -161,6 +174,7 @@ class SlotServer:
             try:
                 header, blobs = recv_message(rfd)
             except ProtocolError:
+                self.finish()
                 return
             lost = False
             try:
@@ -170,6 +184,7 @@ class SlotServer:
                 logger.exception('request failed')
                 reply, out = {'ok': False, 'error': f'{type(exc).__name__}: {exc}'}, ()
             send_message(wfd, reply, out)
+            self.finish()  # after the reply is out, before anything else runs in the slot
             try:
                 if not lost:
                     self.refill()
