@@ -27,7 +27,8 @@ _PRIORITIES = range(10)
 
 def _priority_key(queue: str, priority: int) -> str:
     # kombu's Redis transport keeps one list per priority step: `queue` for 0, `queue:N` otherwise
-    # (`priority_steps` 0..9 and `sep` ':' in celeryconfig.py).
+    # (`sep` ':' in celeryconfig.py).  Its `priority_steps` are [0], so all lists but the first stay
+    # empty; they are counted anyway, for messages left by releases that used ten steps.
     return f'{queue}:{priority}' if priority else queue
 
 

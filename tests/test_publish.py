@@ -23,10 +23,11 @@ def _strip(d: dict[str, Any]) -> dict[str, Any]:
 
 def test_list_keys_follow_kombu_priority_steps() -> None:
     messages = TaskMessages(app)
-    assert messages.list_key('judge.run', PRIORITY_RUN) == f'judge.run:{PRIORITY_RUN}'
-    assert messages.list_key('judge.batch', PRIORITY_BATCH) == f'judge.batch:{PRIORITY_BATCH}'
-    assert messages.list_key('judge.long', PRIORITY_LONG) == f'judge.long:{PRIORITY_LONG}'
-    assert messages.list_key('q', 0) == 'q'
+    assert messages.steps == (0,)  # celeryconfig: one list per queue, the queues' order is the priority
+    for queue, priority in (('judge.run', PRIORITY_RUN), ('judge.batch', PRIORITY_BATCH), ('q', 0)):
+        assert messages.list_key(queue, priority) == queue
+    messages.steps = (0, 3, 6, 9)  # kombu's default steps: a priority goes to the step at or below it
+    assert [messages.list_key('q', p) for p in (0, 2, 3, PRIORITY_LONG, 9)] == ['q', 'q', 'q:3', 'q:6', 'q:9']
 
 
 def test_envelope_matches_what_kombu_writes(stack: Stack) -> None:
