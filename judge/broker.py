@@ -20,12 +20,12 @@ kombu's own.
 
 from __future__ import annotations
 
+import json
 from time import time
 from typing import Any
 
 from kombu.transport import redis as kombu_redis
 from kombu.transport import virtual
-from kombu.utils.json import dumps
 
 from judge.packedcalls import PackedCalls
 
@@ -62,7 +62,8 @@ class QoS(kombu_redis.QoS):  # type: ignore[misc]
     def append(self, message: Any, delivery_tag: str) -> None:
         """Record ``message`` as delivered but not yet acknowledged (restored if never acked)."""
         delivery = message.delivery_info
-        payload = dumps([message._raw, delivery['exchange'], delivery['routing_key']])
+        # The message came from JSON, so the standard encoder (cached, no hooks) handles it.
+        payload = json.dumps([message._raw, delivery['exchange'], delivery['routing_key']])
         if self._fast(
             [
                 ('MULTI',),

@@ -170,3 +170,13 @@ def test_worker_requests_send_every_task_event_but_started(monkeypatch: pytest.M
     monkeypatch.setattr(judge.request, '_SEND_STARTED', True)
     request.send_event('task-started')
     assert sent[-1] == 'task-started'
+
+
+def test_worker_requests_look_the_time_zone_up_once() -> None:
+    import judge.request
+    from judge.app import app
+
+    request = object.__new__(judge.request.Request)
+    request._app = app
+    assert request.tzlocal == app.conf.timezone  # None (UTC) unless configured
+    assert judge.request.Request._app_timezone is not judge.request._UNSET  # cached, even when None
