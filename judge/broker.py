@@ -27,7 +27,7 @@ from typing import Any
 from kombu.transport import redis as kombu_redis
 from kombu.transport import virtual
 
-from judge.packedcalls import PackedCalls
+from judge.packedcalls import PackedCalls, transaction_ran
 
 
 class _ReusedClient:
@@ -57,7 +57,7 @@ class QoS(kombu_redis.QoS):  # type: ignore[misc]
         if self.channel.global_keyprefix:  # kombu's client prefixes keys; keep its path
             return False
         replies = self._packed.call(commands)
-        return replies is not None and isinstance(replies[-1], list)  # EXEC ran the transaction
+        return replies is not None and transaction_ran(replies)
 
     def append(self, message: Any, delivery_tag: str) -> None:
         """Record ``message`` as delivered but not yet acknowledged (restored if never acked)."""

@@ -24,6 +24,12 @@ logger = logging.getLogger('judge.packedcalls')
 Command = tuple[Any, ...]
 
 
+def transaction_ran(replies: list[Any]) -> bool:
+    """Whether the replies of MULTI ... EXEC say every command in it succeeded."""
+    executed = replies[-1] if replies else None
+    return isinstance(executed, list) and not any(isinstance(r, Exception) for r in executed)
+
+
 class PackedCalls:
     """Sends batches of commands on one connection borrowed for good from a redis-py pool.
 

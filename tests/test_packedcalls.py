@@ -9,7 +9,7 @@ import pytest
 import redis
 from kombu import Connection
 
-from judge.packedcalls import PackedCalls
+from judge.packedcalls import PackedCalls, transaction_ran
 from tests.services import Service, start_redis
 
 
@@ -70,3 +70,14 @@ def test_broker_qos_records_and_forgets_unacked_messages(server: tuple[Service, 
         assert client.zscore('unacked_index', tag) is None
         assert client.hget('unacked', tag) is None
         queue.close()
+
+
+def test_transaction_ran_sees_errors_inside_exec(server: tuple[Service, int]) -> None:
+    client = redis.Redis(port=server[1])
+    client.set('s', 'x')
+    calls = PackedCalls(lambda: client.connection_pool)
+    good = calls.call([('MULTI',), ('SET', 'a', '1'), ('EXEC',)])
+    bad = calls.call([('MULTI',), ('RPUSH', 's', 'v'), ('SET', 'b', '2'), ('EXEC',)])  # WRONGTYPE, inside EXEC
+    assert good is not None and transaction_ran(good)
+    assert bad is not None and not transaction_ran(bad)
+    assert not transaction_ran([b'OK', None])  # EXEC aborted
