@@ -83,7 +83,9 @@ class _QueueDepth(Collector):
         up.add_metric([], 0.0 if self.lengths is None else 1.0)
         yield up
         depth = GaugeMetricFamily(
-            'judge_queue_depth', 'Messages waiting per queue and priority (0 = highest)', labels=['queue', 'priority']
+            'judge_queue_depth',
+            'Messages waiting per queue and kombu priority list (all in list 0: one list per queue)',
+            labels=['queue', 'priority'],
         )
         for (queue, priority), length in sorted((self.lengths or {}).items()):
             depth.add_metric([queue, str(priority)], float(length))

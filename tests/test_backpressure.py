@@ -156,8 +156,8 @@ def test_over_in_flight_cap_is_429_with_retry_after_and_nothing_enqueued(bp_gate
 
     during = scrape(gw.url)
     assert value(during, 'judge_in_flight_submissions') == MAX_IN_FLIGHT
-    assert value(during, 'judge_queue_depth', queue='judge.batch', priority='4') == 2
-    assert value(during, 'judge_queue_depth', queue='judge.run', priority='1') == 1
+    assert value(during, 'judge_queue_depth', queue='judge.batch', priority='0') == 2  # one list per queue
+    assert value(during, 'judge_queue_depth', queue='judge.run', priority='0') == 1
     rejected = value(during, 'judge_rejected_requests_total', reason='in_flight')
     assert rejected - value(before, 'judge_rejected_requests_total', reason='in_flight') == 2
 
