@@ -62,6 +62,10 @@ _COALESCE_S = 0.025
 """ZSET of abandoned reply keys, scored by expiry (epoch s); read by `judge.tasks.is_cancelled`."""
 LIVE_KEY_PREFIX = 'judge:live:'
 """``judge:live:<request>`` exists while a request waits; if Redis loses it, Redis lost the queue too."""
+_LIVE_TTL_S = 30
+"""The live key's lifetime, renewed at every check (each `_CHECK_EVERY_S`) while its request waits,
+so a finished request leaves nothing to delete: its reply list went with its last pop, and its live
+key expires within this time."""
 
 
 class RedisDataLost(RuntimeError):
@@ -113,7 +117,7 @@ class Dispatcher:
         for up to `_PUBLISH_SLICE` submissions."""
         key = self.messages.list_key(route.queue, route.priority)
         pipe = self.redis.pipeline(transaction=False)
-        pipe.set(live_key, 1, ex=int(route.wait_s + _CANCEL_MARGIN_S))
+        pipe.set(live_key, 1, ex=_LIVE_TTL_S)
         for start in range(0, len(payloads), _PUBLISH_SLICE):
             pipe.lpush(
                 key,
@@ -170,10 +174,11 @@ class Dispatcher:
                         p['sub_id'], f'lost contact with the queue: {type(exc).__name__}: {exc}'
                     )
         finally:
-            try:
-                await self.redis.delete(reply_to, live_key)
-            except Exception:  # the key expires on its own
-                logger.warning('batch=%s: could not delete %s', batch_id, reply_to)
+            if any(r is None for r in results):  # else nothing is left: see `_LIVE_TTL_S`
+                try:
+                    await self.redis.delete(reply_to, live_key)
+                except Exception:  # the keys expire on their own
+                    logger.warning('batch=%s: could not delete %s', batch_id, reply_to)
         waited = loop.time() - started
         missing = sum(r is None for r in results)
         if missing:
@@ -227,7 +232,7 @@ class Dispatcher:
                     await self._cancel(reply_to, deadline - now)
                     logger.info('%s: client went away; cancelled %d submissions', reply_to, missing)
                     return
-                if not await self.redis.exists(live_key):
+                if not await self.redis.expire(live_key, _LIVE_TTL_S):  # renewed, if it is still there
                     raise RedisDataLost(live_key)
             item: Any = await self._pop(reply_to, min(remaining, _POLL_SLICE_S, _CHECK_EVERY_S), missing)
             if not item:

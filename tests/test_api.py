@@ -8,8 +8,9 @@ import time
 from typing import Any
 
 import pytest
+import redis
 
-from tests.conftest import TIME_LIMIT_S
+from tests.conftest import TIME_LIMIT_S, Stack
 from tests.helpers import post, request
 
 pytestmark = pytest.mark.integration
@@ -242,3 +243,16 @@ def test_cpp_compile_cache_and_pch(gateway_url: str) -> None:
     assert first['success'] and first['compile_cached'] is False, first
     second = post(gateway_url, '/run', dict(sub, input='10 20', expected_output='30'))
     assert second['success'] and second['compile_cached'] is True, second
+
+
+def test_a_finished_request_leaves_only_a_short_lived_live_key(stack: Stack, gateway_url: str) -> None:
+    """Its reply list went with its last pop; its live key is not deleted (one round trip less) but
+    expires within 30 s, instead of living for the whole route deadline plus a margin."""
+    client = redis.Redis.from_url(stack.redis_url)
+    before = set(client.scan_iter('judge:live:*'))
+    assert post(gateway_url, '/run', {'type': 'python', 'solution': 'print(1)'})['verdict'] == 'accepted'
+    new = set(client.scan_iter('judge:live:*')) - before
+    assert len(new) == 1, new
+    (key,) = new
+    assert 0 < client.ttl(key) <= 30
+    assert not client.exists(key.replace(b'judge:live:', b'judge:reply:'))
