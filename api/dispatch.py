@@ -159,8 +159,10 @@ class Dispatcher:
             logger.exception('batch=%s: publishing failed', batch_id)
             return [internal_error(p['sub_id'], f'could not enqueue: {type(exc).__name__}: {exc}') for p in payloads]
         results: list[dict[str, Any] | None] = [None] * len(payloads)
+        drained = False
         try:
             await self._collect(reply_to, live_key, results, deadline, disconnected)
+            drained = all(r is not None for r in results)
         except RedisDataLost:
             logger.error('batch=%s: Redis lost the queued work (restarted?)', batch_id)
             for i, p in enumerate(payloads):
@@ -174,7 +176,7 @@ class Dispatcher:
                         p['sub_id'], f'lost contact with the queue: {type(exc).__name__}: {exc}'
                     )
         finally:
-            if any(r is None for r in results):  # else nothing is left: see `_LIVE_TTL_S`
+            if not drained:  # else nothing is left: see `_LIVE_TTL_S`
                 try:
                     await self.redis.delete(reply_to, live_key)
                 except Exception:  # the keys expire on their own
