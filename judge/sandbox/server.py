@@ -146,13 +146,11 @@ class SlotServer:
         finally:
             if not started:
                 spare.discard()
-            if done:  # removed by `finish`, after the reply is sent
-                self._leftover = workdir
-            else:
+            self._leftover = workdir  # removed by `finish`, after the reply is sent
+            if not done:
                 self.jail.forget_oom_count()
                 self._kill_all(0)
-                reap_orphans()
-                shutil.rmtree(workdir, ignore_errors=True)
+                self.finish()
         return _reply(outcome), (bytes(outcome.stdout), bytes(outcome.stderr))
 
     def finish(self) -> None:
