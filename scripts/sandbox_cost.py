@@ -19,35 +19,15 @@ from judge.sandbox.client import ExecRequest, SlotClient, SlotConfig
 from judge.sandbox.limits import Limits
 from judge.sandbox.slots import claim_slot
 from judge.settings import Settings
+from toolkit.bench import cpu_snapshot
 
 SOURCE = 'print(sum(range(10)))'
 
 
-def _tree_cpu_s(pids: list[int]) -> float:
-    total = 0.0
-    for pid in pids:
-        try:
-            with open(f'/proc/{pid}/stat') as f:
-                fields = f.read().rsplit(')', 1)[1].split()
-        except OSError:
-            continue
-        total += sum(int(x) for x in fields[11:15]) / os.sysconf('SC_CLK_TCK')
-    return total
-
-
-def _slot_pids(client: SlotClient) -> list[int]:
-    """The slot server and every live process below it (its zygote, the zygote's spare...)."""
+def _slot_cpu(client: SlotClient) -> dict[int, tuple[str, float]]:
+    """CPU seconds of the slot server and every live process below it (zygote, spare...)."""
     assert client._proc is not None
-    found, todo = [], [client._proc.pid]
-    while todo:
-        pid = todo.pop()
-        found.append(pid)
-        try:
-            with open(f'/proc/{pid}/task/{pid}/children') as f:
-                todo.extend(int(x) for x in f.read().split())
-        except OSError:
-            continue
-    return found
+    return cpu_snapshot('', root_pid=client._proc.pid)
 
 
 def _request(python: str, mode: str) -> ExecRequest:
@@ -86,12 +66,13 @@ def main() -> int:
             for mode in ('warm', 'fresh'):
                 for _ in range(10):
                     client.run(_request(python, mode))
-                pids = _slot_pids(client)
-                cpu0, start = _tree_cpu_s(pids), time.perf_counter()
+                cpu0, start = _slot_cpu(client), time.perf_counter()
                 for _ in range(args.n):
                     client.run(_request(python, mode))
                 wall = (time.perf_counter() - start) / args.n
-                results.setdefault(f'{tier} {mode}', []).append((wall, (_tree_cpu_s(pids) - cpu0) / args.n))
+                cpu1 = _slot_cpu(client)
+                cpu_s = sum(cpu1[pid][1] - cpu_s0 for pid, (_, cpu_s0) in cpu0.items() if pid in cpu1)
+                results.setdefault(f'{tier} {mode}', []).append((wall, cpu_s / args.n))
         before = resource.getrusage(resource.RUSAGE_CHILDREN)
         start = time.perf_counter()
         for _ in range(args.n):
