@@ -426,6 +426,18 @@ outcome['host_pids_visible'] = [attempt(os.kill, pid, 0) for pid in P['host_pids
 report(start=start, **outcome)
 """
 
+FORGED_DONE = """
+import stat, struct, time
+path = os.getcwd() + '.done'  # the FIFO warm Python reports its end in (judge.sandbox.warm)
+st = os.stat(path)
+report(fifo=stat.S_ISFIFO(st.st_mode), mode=oct(stat.S_IMODE(st.st_mode)), mine=st.st_uid == os.getuid())
+fd = os.open(path, os.O_WRONLY)
+os.write(fd, struct.pack('>idq', 0, 0.0, 0))  # "exit status 0", while still running
+os.close(fd)
+print('after the forged end', flush=True)
+time.sleep(100)
+"""
+
 KILL_PARENT = """
 import signal
 ppid = os.getppid()
@@ -664,6 +676,21 @@ def _slot_leftovers(gate: SafetyInfo) -> dict[int, HostProc]:
     return {pid: proc for pid, proc in live.items() if pid not in spares}
 
 
+def _settled_slot_leftovers(gate: SafetyInfo, timeout_s: float = 2.0) -> dict[int, HostProc]:
+    """`_slot_leftovers`, allowing the moment a slot server takes to kill and reap after it answered.
+
+    A warm Python child reports its end before its (slow) exit, and its slot server answers at once,
+    then kills and reaps everything of the execution before running anything else.  A process that
+    is still there after ``timeout_s`` survived its execution.
+    """
+    deadline = time.monotonic() + timeout_s
+    while True:
+        leftovers = _slot_leftovers(gate)
+        if not leftovers or time.monotonic() >= deadline:
+            return leftovers
+        time.sleep(0.05)
+
+
 def _slot_servers(stack: Stack) -> set[int]:
     """The slot servers below the worker: per slot the outer relay and the server inside the namespaces.
 
@@ -852,6 +879,7 @@ def attack(stack: Stack, gateway_url: str, safety_gate: SafetyInfo) -> Iterator[
             **{k: str(paths[k]) for k in ('tmp', 'var_tmp', 'dev_shm', 'cache', 'repo')},
         ),
         'list_proc': _py(LIST_PROC),
+        'forged_done': _py(FORGED_DONE),
         'fork_bomb': _py(FORK_BOMB),
         'thread_bomb': _py(THREAD_BOMB),
         'memory_bomb': _py(MEMORY_BOMB, expected='done'),
@@ -874,7 +902,7 @@ def attack(stack: Stack, gateway_url: str, safety_gate: SafetyInfo) -> Iterator[
         results = _batch(gateway_url, list(cases.values()))
         state.wall_s = time.monotonic() - start
         # host-side checks right after the answer, before anything else runs
-        state.leftovers = _slot_leftovers(safety_gate)
+        state.leftovers = _settled_slot_leftovers(safety_gate)
         state.daemons_after = _pgrep(base)
         state.results = dict(zip(cases, results, strict=True))
         yield state
@@ -963,6 +991,16 @@ def test_fork_bomb_is_stopped_by_the_pids_limit(attack: Attack) -> None:
 def test_no_process_outlives_the_batch(attack: Attack) -> None:
     # the fork bomb left 63 sleepers, the thread bomb 63 threads, two daemons were started
     assert attack.leftovers == {}, attack.leftovers
+
+
+def test_a_forged_end_only_ends_its_own_execution(attack: Attack) -> None:
+    # Writing a fake "done" record is like exiting: the answer comes at once with the output so far,
+    # then the program is killed (test_no_process_outlives_the_batch).  The FIFO is the slot uid's
+    # alone, so no other slot's program can end this one early.
+    result = attack.results['forged_done']
+    _survived(result)
+    assert _report(result) == {'fifo': True, 'mode': '0o600', 'mine': True}, result
+    assert result['exit_code'] == 0 and result['cost'] < TIME_LIMIT_S / 2, result  # not cut by the clock
 
 
 def test_thread_bomb_is_stopped(attack: Attack) -> None:
@@ -1269,5 +1307,5 @@ def test_zz_slots_still_work_after_the_attacks(stack: Stack, gateway_url: str, s
     results = _batch(gateway_url, [{'type': 'python', 'solution': 'print(1)', 'expected_output': '1'}] * 4)
     for result in results:
         assert (result['verdict'], result['success'], result['stdout']) == ('accepted', True, '1\n'), result
-    assert _slot_leftovers(safety_gate) == {}
+    assert _settled_slot_leftovers(safety_gate) == {}
     assert stack.worker.proc.poll() is None

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import ast
+import os
 import subprocess
 import sys
 from pathlib import Path
@@ -12,6 +13,8 @@ from pydantic import ValidationError
 
 from judge.checker import check_exact, check_strip, check_tokens, get_checker
 from judge.contracts import BatchSubmission, ResultReason, Submission, Verdict
+from judge.sandbox.execute import _Done
+from judge.sandbox.warm import DONE_RECORD
 from judge.settings import Settings
 from judge.verdict import pick, reason_for
 
@@ -180,3 +183,25 @@ def test_worker_requests_look_the_time_zone_up_once() -> None:
     request._app = app
     assert request.tzlocal == app.conf.timezone  # None (UTC) unless configured
     assert judge.request.Request._app_timezone is not judge.request._UNSET  # cached, even when None
+
+
+@pytest.mark.parametrize(
+    ('payload', 'expected'),
+    [
+        (DONE_RECORD.pack(3, 0.25, 1024), (3, 0.25, 1024)),
+        (b'', None),  # the program ended without a record (os._exit, exec)
+        (b'junk', None),
+        (DONE_RECORD.pack(0, 0.0, 0) * 2, None),  # more than one write: not ours
+    ],
+)
+def test_a_done_record_is_believed_only_when_well_formed(
+    payload: bytes, expected: tuple[int, float, int] | None
+) -> None:
+    read_end, write_end = os.pipe()
+    if payload:
+        os.write(write_end, payload)
+    os.close(write_end)
+    done = _Done(read_end)
+    done.read()
+    assert done.record == expected
+    assert done.fd is None  # read once, then closed

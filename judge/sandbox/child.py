@@ -5,7 +5,8 @@ the jail setup are off the request's critical path.  The zygote is already under
 Landlock and the seccomp filter (`confine_forker`), which the spare inherits.  The spare, in order:
 new session → cgroups → work dir → drop to the slot's uid → close inherited fds; then it waits on
 its control pipe.  When the request comes it reads the plan (rlimits, program, stdin), sets the
-rlimits, puts stdin in a memfd and runs the program.
+rlimits, puts stdin in a memfd and runs the program (warm Python reports its end on the plan's
+``done_path``, see `judge.sandbox.warm`).
 
 Any failure before the user's code starts is reported on the status pipe (close-on-exec), so the
 server can tell an infrastructure failure from the user's program failing.
@@ -151,5 +152,5 @@ def run_spare(prep: ChildPrep, fds: ChildFds, workdir: str) -> NoReturn:
     except BaseException as exc:  # everything before user code is infrastructure
         _fail(fds.status, exc)
     os.close(fds.status)
-    run_python(source, str(plan.get('python_filename') or 'source.py'), workdir)
+    run_python(source, str(plan.get('python_filename') or 'source.py'), workdir, plan.get('done_path'))
     sys.exit(0)  # unreachable: run_python exits

@@ -17,6 +17,7 @@ from typing import Any
 
 from judge.sandbox.child import SETUP_FAILED_EXIT, encode_plan
 from judge.sandbox.limits import Limits
+from judge.sandbox.warm import DONE_RECORD
 
 _READ_CHUNK = 65536
 _EXIT_GRACE_S = 0.05
@@ -39,6 +40,8 @@ class ExecOutcome:
     stderr_bytes: int = 0
     stdout: bytearray = field(default_factory=bytearray)
     stderr: bytearray = field(default_factory=bytearray)
+    exiting_pid: int | None = None
+    """Set when the child reported its end but may still be exiting: the caller kills and reaps it."""
 
 
 class _Streams:
@@ -129,6 +132,57 @@ def _decode_status(status: int, outcome: ExecOutcome) -> None:
         outcome.exit_code = os.WEXITSTATUS(status)
 
 
+class _Done:
+    """The read end of the execution's done FIFO (`judge.sandbox.warm`), until it is read."""
+
+    def __init__(self, fd: int | None) -> None:
+        self.fd = fd
+        self.record: tuple[int, float, int] | None = None
+
+    def read(self) -> None:
+        """Read the record (a well-formed one, or nothing), then close."""
+        assert self.fd is not None
+        try:
+            data = os.read(self.fd, 2 * DONE_RECORD.size)
+        except OSError:
+            data = b''
+        if len(data) == DONE_RECORD.size:  # one atomic write from warm.py, nothing else
+            status, cpu_s, max_rss_kb = DONE_RECORD.unpack(data)
+            self.record = (status, cpu_s, max_rss_kb)
+        self.close()
+
+    def close(self) -> None:
+        if self.fd is not None:
+            os.close(self.fd)
+            self.fd = None
+
+
+def _wait(spare: Spare, message: bytes, streams: _Streams, done: _Done, deadline: float) -> bool:
+    """Send the plan, then read output until the child exits or reports its end, or a limit stops it.
+
+    Returns whether the child exited.
+    """
+    outcome = streams.outcome
+    try:
+        _send_plan(spare, message)
+    except BrokenPipeError:
+        return True  # the spare died before its plan: its status pipe says why
+    while True:
+        timeout = deadline - time.monotonic()
+        if timeout <= 0:
+            outcome.timed_out = True
+            return False
+        watched = [spare.pidfd, *streams.fds] if done.fd is None else [spare.pidfd, done.fd, *streams.fds]
+        ready, _, _ = select.select(watched, [], [], timeout)
+        for fd in ready:
+            if fd == done.fd:
+                done.read()
+            elif fd != spare.pidfd:
+                streams.read(fd)
+        if spare.pidfd in ready or done.record is not None or outcome.output_exceeded:
+            return spare.pidfd in ready
+
+
 def _send_plan(spare: Spare, message: bytes) -> None:
     view = memoryview(message)
     while view:
@@ -137,43 +191,45 @@ def _send_plan(spare: Spare, message: bytes) -> None:
 
 
 def execute(
-    spare: Spare, plan: dict[str, Any], stdin: bytes, limits: Limits, kill_all: Callable[[int], None]
+    spare: Spare,
+    plan: dict[str, Any],
+    stdin: bytes,
+    limits: Limits,
+    kill_all: Callable[[int], None],
+    done_fd: int | None = None,
 ) -> ExecOutcome:
-    """Run ``plan`` in ``spare``; ``kill_all(pid)`` must kill every process the execution started."""
+    """Run ``plan`` in ``spare``; ``kill_all(pid)`` must kill every process the execution started.
+
+    ``done_fd`` is the read end of the FIFO named by ``plan['done_path']`` (closed here).  When the
+    child reports its end there, this returns before the process has finished exiting, with
+    `ExecOutcome.exiting_pid` set: the caller must then kill and reap it before the slot runs
+    anything else.  Otherwise everything is killed and reaped on return.
+    """
     outcome = ExecOutcome()
     streams = _Streams(spare.out, spare.err, limits, outcome)
+    done = _Done(done_fd)
     start = time.monotonic()
-    exited = False
     try:
-        try:
-            _send_plan(spare, encode_plan(plan, stdin))
-        except BrokenPipeError:
-            exited = True  # the spare died before its plan: its status pipe says why
-        deadline = start + limits.time_s
-        while not exited:
-            timeout = deadline - time.monotonic()
-            if timeout <= 0:
-                outcome.timed_out = True
-                break
-            ready, _, _ = select.select([spare.pidfd, *streams.fds], [], [], timeout)
-            for fd in ready:
-                if fd == spare.pidfd:
-                    exited = True
-                else:
-                    streams.read(fd)
-            if outcome.output_exceeded:
-                break
-        if not exited:
+        exited = _wait(spare, encode_plan(plan, stdin), streams, done, start + limits.time_s)
+        if done.record is not None and not exited and not outcome.output_exceeded:
+            outcome.exit_code, outcome.cpu_s, outcome.max_rss_kb = done.record
+            outcome.exiting_pid = spare.pid
+            outcome.wall_s = time.monotonic() - start
+            # The child closed its ends of the pipes before reporting; descendants may still hold them.
+            streams.drain(time.monotonic() + _EXIT_GRACE_S)
+        else:
+            if not exited:
+                kill_all(spare.pid)
+            status, outcome.cpu_s, outcome.max_rss_kb = spare.reap(spare.pid)
+            outcome.wall_s = time.monotonic() - start
+            _decode_status(status, outcome)
+            # Descendants may still hold the pipes: read what is there, then kill them all.
+            streams.drain(time.monotonic() + _EXIT_GRACE_S)
             kill_all(spare.pid)
-        status, outcome.cpu_s, outcome.max_rss_kb = spare.reap(spare.pid)
-        outcome.wall_s = time.monotonic() - start
-        _decode_status(status, outcome)
-        # Descendants may still hold the pipes: read what is there, then kill them all.
-        streams.drain(time.monotonic() + _EXIT_GRACE_S)
-        kill_all(spare.pid)
     finally:
         for fd in list(streams.fds):
             streams.close(fd)
+        done.close()
         os.close(spare.pidfd)
         os.set_blocking(spare.status, False)
         try:

@@ -45,6 +45,8 @@ class SlotServer:
         self.zygote: Zygote | None = None
         self._leftover: str | None = None
         """The last execution's work dir, until `finish` has removed it."""
+        self._exiting: int | None = None
+        """The last execution's child when it reported its end before exiting, until `finish`."""
 
     def start_zygote(self) -> None:
         """Fork the process that will fork every spare (call once, after start-up is done)."""
@@ -137,9 +139,11 @@ class SlotServer:
                 'python_source': source,
                 'python_filename': filename,
             }
+            done_fd = None if source is None else self._done_fifo(workdir, plan)
             started = True
-            outcome = execute(spare, plan, blobs[0] if blobs else b'', limits, self._kill_all)
-            done = True  # execute() killed everything the execution started before returning
+            outcome = execute(spare, plan, blobs[0] if blobs else b'', limits, self._kill_all, done_fd)
+            done = True  # execute() killed everything the execution started, or `finish` will
+            self._exiting = outcome.exiting_pid
             outcome.memory_exceeded = self.jail.memory_exceeded(outcome)
             if outcome.exit_code == 0 and not outcome.timed_out:
                 self._export(workdir, header.get('exports') or {})
@@ -153,12 +157,47 @@ class SlotServer:
                 self.finish()
         return _reply(outcome), (bytes(outcome.stdout), bytes(outcome.stderr))
 
+    def _done_fifo(self, workdir: str, plan: dict[str, Any]) -> int:
+        """Make the FIFO warm Python reports its end in (`judge.sandbox.warm`); its read end.
+
+        Beside the work dir, not in it (programs list their directory), and writable only by the
+        slot's uid, so that no other slot's program can end this execution early.
+        """
+        path = plan['done_path'] = _done_path(workdir)
+        try:
+            os.mkfifo(path, 0o600)
+        except FileExistsError:  # left by an execution that failed before `finish`
+            os.unlink(path)
+            os.mkfifo(path, 0o600)
+        if self.jail.uid is not None and os.getuid() == 0:
+            os.chown(path, self.jail.uid, self.jail.gid if self.jail.gid is not None else self.jail.uid)
+        return os.open(path, os.O_RDONLY | os.O_NONBLOCK | os.O_CLOEXEC)
+
     def finish(self) -> None:
-        """Reap and remove what the last execution left (already killed), off the reply's path."""
+        """Kill, reap and remove what the last execution left, off the reply's path.
+
+        Waits until every process of the execution is gone (so its memory is free again) before the
+        slot runs anything else.
+        """
+        pid, self._exiting = self._exiting, None
+        if pid is not None:
+            kill_process_group(pid)  # it is exiting already, unless its report was a lie
+            if self.zygote is not None:
+                try:
+                    self.zygote.reap(pid)  # first: the slot's cgroup is only empty once it is gone
+                except ZygoteLost:  # the reply went out fine: fork a new zygote for the next one
+                    logger.error('the zygote died; starting a new one')
+                    self.zygote.close()
+                    self.zygote = None
+            self.jail.kill_all()
         workdir, self._leftover = self._leftover, None
         if workdir is not None:
             reap_orphans()
             shutil.rmtree(workdir, ignore_errors=True)
+            try:
+                os.unlink(_done_path(workdir))
+            except FileNotFoundError:
+                pass
 
     def _kill_all(self, pid: int) -> None:
         if pid:
@@ -193,6 +232,10 @@ class SlotServer:
             if lost:  # exit: the worker starts a new slot server on its next request
                 logger.error('the zygote is gone; the slot server exits')
                 return
+
+
+def _done_path(workdir: str) -> str:
+    return f'{workdir}.done'
 
 
 def _reply(outcome: ExecOutcome) -> dict[str, Any]:

@@ -4,15 +4,30 @@ What programs can observe is emulated: ``__name__ == '__main__'``, ``__file__``,
 fresh standard streams on fds 0-2, ``sys.exit`` codes, uncaught exceptions printed by
 ``sys.excepthook`` with the user's own line numbers, atexit handlers, non-daemon threads joined at
 exit, and the default recursion limit.  Always ends the process with ``os._exit``.
+
+Just before that, the child reports its end (`DONE_RECORD`) into a FIFO the slot server made for
+this execution (``done_path``, outside the work dir, writable by the slot's uid only), after closing
+its standard streams.  It opens the FIFO only then, so the program runs with no descriptor beyond
+0-2, as under ``python3 file.py``.  Tearing down a forked interpreter's memory takes about a
+millisecond, so the server answers as soon as the record arrives and kills and reaps the child
+afterwards.  The record comes from a process that ran untrusted code, so it is only believed for
+what the program decides anyway: its exit status (CPU time and peak memory are informational, and
+limits are enforced from outside).  A program that ends any other way (``os._exit``, a signal,
+``exec``) sends no record, and the server waits for the process to end, as for other languages.
 """
 
 from __future__ import annotations
 
 import io
 import os
+import resource
+import struct
 import sys
 import types
 from typing import NoReturn
+
+DONE_RECORD = struct.Struct('>idq')
+"""Exit status, CPU seconds (the process and its waited-for children) and peak RSS in KB."""
 
 
 def _raw(fd: int, mode: str, name: str) -> io.FileIO:
@@ -119,11 +134,33 @@ def prepare_interpreter(env: dict[str, str]) -> None:
     _fresh_streams()
 
 
-def run_python(source: str | None, filename: str, workdir: str) -> NoReturn:
+def _report_done(done_path: str, status: int) -> None:
+    """Close the output pipes, then tell the server how the program ended (see the module's doc)."""
+    for fd in (1, 2):
+        try:
+            os.close(fd)
+        except OSError:
+            pass
+    own = resource.getrusage(resource.RUSAGE_SELF)
+    waited = resource.getrusage(resource.RUSAGE_CHILDREN)
+    cpu_s = own.ru_utime + own.ru_stime + waited.ru_utime + waited.ru_stime
+    record = DONE_RECORD.pack(status, cpu_s, max(own.ru_maxrss, waited.ru_maxrss))
+    try:
+        fd = os.open(done_path, os.O_WRONLY | os.O_NONBLOCK | os.O_CLOEXEC)
+    except OSError:
+        return  # no reader: the server then learns the end from the exit
+    try:
+        os.write(fd, record)
+    except OSError:
+        pass
+    os.close(fd)
+
+
+def run_python(source: str | None, filename: str, workdir: str, done_path: str | None = None) -> NoReturn:
     """Execute ``source`` as the ``__main__`` module and exit with Python's exit status.
 
     Expects `prepare_interpreter` to have run in an ancestor (the streams are its) and the
-    current directory to be ``workdir``.
+    current directory to be ``workdir``.  With ``done_path``, the end is reported there first.
     """
     os.environ['HOME'] = os.environ['TMPDIR'] = workdir
     sys.argv = [filename]
@@ -151,5 +188,8 @@ def run_python(source: str | None, filename: str, workdir: str) -> NoReturn:
         status = _exit_code(exc)
     except BaseException:
         sys.excepthook(*sys.exc_info())
-    flush_status = _flush()
-    os._exit(status or flush_status)
+    flush_status = _flush()  # always: output must go out whatever the status
+    status = status or flush_status
+    if done_path is not None:
+        _report_done(done_path, status)
+    os._exit(status)
