@@ -193,9 +193,11 @@ def run(self: Task, sub: dict[str, Any], reply_to: str, index: int, batch_id: st
     if is_cancelled(reply_to):
         logger.info('sub_id=%s batch=%s: skipped, its client went away', sub.get('sub_id'), batch_id)
         return
-    logger.info(
-        'start sub_id=%s batch=%s pid=%d retries=%d', sub.get('sub_id'), batch_id, os.getpid(), self.request.retries
-    )
+    log = get_settings().log_submissions  # off by default: Flower already shows every task
+    if log:
+        logger.info(
+            'start sub_id=%s batch=%s pid=%d retries=%d', sub.get('sub_id'), batch_id, os.getpid(), self.request.retries
+        )
     failure: str | None = None
     try:
         result = _runner().run(sub)
@@ -210,15 +212,16 @@ def run(self: Task, sub: dict[str, Any], reply_to: str, index: int, batch_id: st
         result = internal_error(sub, f'{type(exc).__name__}: {exc}', time.monotonic() - start)
     push_reply(reply_to, index, result)
     save_error_case(sub, result, failure)
-    logger.info(
-        'sub_id=%s batch=%s type=%s verdict=%s cost=%.4fs elapsed=%.4fs',
-        sub.get('sub_id'),
-        batch_id,
-        sub.get('type'),
-        result.get('verdict'),
-        result.get('cost', 0.0),
-        time.monotonic() - start,
-    )
+    if log:
+        logger.info(
+            'sub_id=%s batch=%s type=%s verdict=%s cost=%.4fs elapsed=%.4fs',
+            sub.get('sub_id'),
+            batch_id,
+            sub.get('type'),
+            result.get('verdict'),
+            result.get('cost', 0.0),
+            time.monotonic() - start,
+        )
 
 
 @signals.task_failure.connect

@@ -38,6 +38,7 @@ def stack_env(redis_url: str, work_root: Path) -> dict[str, str]:
             'MAX_WORKERS': '2',
             'JUDGE_WORK_ROOT': str(work_root),
             'JUDGE_CACHE_DIR': str(work_root / 'cache'),
+            'JUDGE_LOG_SUBMISSIONS': '1',  # the fault and tracing tests read the per-submission lines
         }
     )
     return env
