@@ -94,7 +94,10 @@ class SlotClient:
             [self.config.python, '-I', SERVER_SCRIPT, self.config.to_json()],
             stdin=subprocess.PIPE,
             stdout=subprocess.PIPE,
-            env={'PATH': '/usr/bin:/bin', 'LANG': 'C.UTF-8'},
+            # LD_BIND_NOW: resolve every libc/libpython symbol once, in the server, instead of in each
+            # forked child on its first call (about 0.3 ms of CPU per execution).  Children get their own
+            # environment (`judge.sandbox.warm.prepare_interpreter`, `execve`), without it.
+            env={'PATH': '/usr/bin:/bin', 'LANG': 'C.UTF-8', 'LD_BIND_NOW': '1'},
             close_fds=True,
             start_new_session=True,
         )
