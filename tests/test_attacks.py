@@ -1116,7 +1116,8 @@ def test_environment_is_clean_and_unprivileged(attack: Attack, safety_gate: Safe
     _survived(result)
     got = _report(result)
     keys = got['keys']
-    assert 'REDIS_URI' not in keys and not [k for k in keys if k.startswith(('MAX_', 'JUDGE_', 'CELERY', 'AWS', 'LD_'))], keys
+    secret_prefixes = ('MAX_', 'JUDGE_', 'CELERY', 'AWS', 'LD_')
+    assert 'REDIS_URI' not in keys and not [k for k in keys if k.startswith(secret_prefixes)], keys
     assert got['home'] and not got['home'].startswith('/root'), got
     assert got['uid'] in safety_gate.slot_uids and got['gid'] == got['uid'] and got['groups'] == [], got
     status = got['status']

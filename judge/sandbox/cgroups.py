@@ -15,7 +15,7 @@ import os
 import re
 import signal
 import time
-from dataclasses import dataclass
+from typing import NamedTuple
 
 from judge.sandbox.lazylog import get_logger
 
@@ -26,8 +26,7 @@ _SLEEP_S = 0.005
 _NAME_RE = re.compile(r'[A-Za-z0-9_.-]+')
 
 
-@dataclass(frozen=True)
-class Hierarchy:
+class Hierarchy(NamedTuple):
     """Where the memory and pids controllers live (the same directory on v2 or when co-mounted)."""
 
     version: int

@@ -18,8 +18,7 @@ import marshal
 import os
 import struct
 import sys
-from dataclasses import dataclass, field
-from typing import Any, NoReturn
+from typing import Any, NamedTuple, NoReturn
 
 from judge.sandbox import landlock, namespaces, seccomp
 from judge.sandbox.limits import apply_rlimits
@@ -30,24 +29,35 @@ SETUP_FAILED_EXIT = 121
 _LEN = struct.Struct('>I')
 
 
-@dataclass
 class ChildPrep:
-    """The slot's fixed part of a child's setup; built once by the server."""
+    """The slot's fixed part of a child's setup; built once by the server.
 
-    uid: int | None = None
-    gid: int | None = None
-    cgroup_procs: list[str] = field(default_factory=list)
-    """The slot cgroups' ``cgroup.procs`` files, which each child writes itself into."""
-    landlock_fd: int | None = None
-    seccomp_program: bytes | None = None
-    env: dict[str, str] = field(default_factory=dict)
-    """The programs' environment, less ``HOME`` and ``TMPDIR`` (the child's work dir)."""
-    cgroup_fds: list[int] = field(default_factory=list)
-    """``cgroup_procs`` opened for writing by `confine_forker`, inherited by every child."""
+    A plain class, like the others the slot server imports: `dataclasses` pulls in `inspect` and
+    `ast`, about 1.5 MB that every forked child would share and every fork and exit would pay for.
+    """
+
+    def __init__(
+        self,
+        uid: int | None = None,
+        gid: int | None = None,
+        cgroup_procs: list[str] | None = None,
+        landlock_fd: int | None = None,
+        seccomp_program: bytes | None = None,
+        env: dict[str, str] | None = None,
+    ) -> None:
+        self.uid = uid
+        self.gid = gid
+        self.cgroup_procs: list[str] = cgroup_procs or []
+        """The slot cgroups' ``cgroup.procs`` files, which each child writes itself into."""
+        self.landlock_fd = landlock_fd
+        self.seccomp_program = seccomp_program
+        self.env: dict[str, str] = env or {}
+        """The programs' environment, less ``HOME`` and ``TMPDIR`` (the child's work dir)."""
+        self.cgroup_fds: list[int] = []
+        """``cgroup_procs`` opened for writing by `confine_forker`, inherited by every child."""
 
 
-@dataclass
-class ChildFds:
+class ChildFds(NamedTuple):
     """The child's ends of its pipes, as numbered in the server before the fork."""
 
     ctrl: int

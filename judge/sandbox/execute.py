@@ -12,8 +12,7 @@ import select
 import signal
 import time
 from collections.abc import Callable
-from dataclasses import dataclass, field
-from typing import Any
+from typing import Any, NamedTuple
 
 from judge.sandbox.child import SETUP_FAILED_EXIT, encode_plan
 from judge.sandbox.limits import Limits
@@ -23,25 +22,28 @@ _READ_CHUNK = 65536
 _EXIT_GRACE_S = 0.05
 
 
-@dataclass
 class ExecOutcome:
-    """What happened to one execution (filled by the server, sent to the worker)."""
+    """What happened to one execution (filled by the server, sent to the worker).
 
-    exit_code: int | None = None
-    signal: int | None = None
-    timed_out: bool = False
-    output_exceeded: bool = False
-    memory_exceeded: bool = False
-    setup_error: str | None = None
-    wall_s: float = 0.0
-    cpu_s: float = 0.0
-    max_rss_kb: int = 0
-    stdout_bytes: int = 0
-    stderr_bytes: int = 0
-    stdout: bytearray = field(default_factory=bytearray)
-    stderr: bytearray = field(default_factory=bytearray)
-    exiting_pid: int | None = None
-    """Set when the child reported its end but may still be exiting: the caller kills and reaps it."""
+    A plain class, not a dataclass: see `judge.sandbox.child.ChildPrep`.
+    """
+
+    def __init__(self) -> None:
+        self.exit_code: int | None = None
+        self.signal: int | None = None
+        self.timed_out = False
+        self.output_exceeded = False
+        self.memory_exceeded = False
+        self.setup_error: str | None = None
+        self.wall_s = 0.0
+        self.cpu_s = 0.0
+        self.max_rss_kb = 0
+        self.stdout_bytes = 0
+        self.stderr_bytes = 0
+        self.stdout = bytearray()
+        self.stderr = bytearray()
+        self.exiting_pid: int | None = None
+        """Set when the child reported its end but may still be exiting: the caller kills and reaps it."""
 
 
 class _Streams:
@@ -90,8 +92,7 @@ class _Streams:
             self.close(fd)
 
 
-@dataclass
-class Spare:
+class Spare(NamedTuple):
     """A forked child waiting for its plan in ``workdir`` (see `judge.sandbox.zygote`)."""
 
     pid: int

@@ -5,12 +5,10 @@ from __future__ import annotations
 import math
 import resource
 from collections.abc import Iterable, Sequence
-from dataclasses import dataclass, fields
-from typing import Any
+from typing import Any, NamedTuple
 
 
-@dataclass(frozen=True)
-class Limits:
+class Limits(NamedTuple):
     """Resource limits of one execution.
 
     ``time_s`` is the wall-clock limit enforced by the slot server; the CPU rlimit is derived from
@@ -31,7 +29,7 @@ class Limits:
 
     def to_dict(self) -> dict[str, Any]:
         """A JSON-able copy."""
-        return dict(vars(self))
+        return self._asdict()
 
     @classmethod
     def from_dict(cls, data: dict[str, Any]) -> Limits:
@@ -39,7 +37,7 @@ class Limits:
         return cls(**{k: v for k, v in data.items() if k in _FIELD_NAMES})
 
 
-_FIELD_NAMES = frozenset(f.name for f in fields(Limits))
+_FIELD_NAMES = frozenset(Limits._fields)
 
 
 def rlimits(limits: Limits, *, set_nproc: bool) -> list[tuple[int, int, int]]:
