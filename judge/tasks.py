@@ -107,6 +107,7 @@ def build_runner(settings: Settings) -> Runner:
                 'pids': settings.pids_limit,
                 'keep_writable': [cache_dir],
                 'read_paths': [pch_dir],
+                'preload': [m.strip() for m in settings.python_preload.split(',') if m.strip()],
             },
         )
     )

@@ -290,3 +290,24 @@ def test_a_dead_zygote_costs_no_submission() -> None:
     finally:
         client.close()
         os.close(lock_fd)
+
+
+@pytest.mark.skipif(os.getuid() != 0, reason='the isolated tiers need root')
+def test_preloaded_modules_are_there_for_free_and_a_missing_one_is_harmless() -> None:
+    index, lock_fd = claim_slot()
+    client = SlotClient(
+        SlotConfig(
+            slot=index,
+            python=PYTHON,
+            work_root=f'/tmp/judge-test-preload-{os.getpid()}',
+            extra={'pids': 64, 'preload': ['ast', 'toolkit', 'no_such_module_for_the_test']},
+        )
+    )
+    try:
+        source = 'import sys\nprint([m in sys.modules for m in ("ast", "toolkit", "no_such_module_for_the_test")])'
+        r = client.run(ExecRequest(limits=Limits(time_s=3), python_source=source))
+        # the project's own directory is off sys.path when the zygote preloads: `toolkit` is not found
+        assert (r.exit_code, r.stdout) == (0, b'[True, False, False]\n'), r
+    finally:
+        client.close()
+        os.close(lock_fd)

@@ -44,6 +44,7 @@ class ChildPrep:
         landlock_fd: int | None = None,
         seccomp_program: bytes | None = None,
         env: dict[str, str] | None = None,
+        preload: list[str] | None = None,
     ) -> None:
         self.uid = uid
         self.gid = gid
@@ -53,6 +54,8 @@ class ChildPrep:
         self.seccomp_program = seccomp_program
         self.env: dict[str, str] = env or {}
         """The programs' environment, less ``HOME`` and ``TMPDIR`` (the child's work dir)."""
+        self.preload: list[str] = preload or []
+        """Modules warm Python imports once, in the zygote (`judge.sandbox.warm.prepare_interpreter`)."""
         self.cgroup_fds: list[int] = []
         """``cgroup_procs`` opened for writing by `confine_forker`, inherited by every child."""
 

@@ -97,6 +97,7 @@ class Jail:
         self.keep_writable = [str(p) for p in config.get('keep_writable') or []]
         self.extra_read = [str(p) for p in config.get('read_paths') or []]
         self.hide = [str(p) for p in config.get('hide') or []]
+        self.preload = [str(m) for m in config.get('preload') or []]
         self.uid: int | None = None
         self.gid: int | None = None
         self.cgroup: cgroups.SlotCgroup | None = None
@@ -245,6 +246,7 @@ class Jail:
             landlock_fd=self.landlock_fd,
             seccomp_program=self.seccomp_program,
             env=self.child_env(),
+            preload=self.preload,
         )
 
     def memory_exceeded(self, outcome: ExecOutcome) -> bool:

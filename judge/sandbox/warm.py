@@ -107,7 +107,20 @@ def _hide_frames(extra: int) -> None:
     set_limit(1000 + extra)
 
 
-def prepare_interpreter(env: dict[str, str]) -> None:
+def _preload(modules: list[str]) -> None:
+    """Import ``modules`` (with the project's directory already off ``sys.path``); report failures
+    on stderr, which is still the slot server's (the worker's log)."""
+    for name in modules:
+        try:
+            __import__(name)
+        except Exception as exc:  # a module this interpreter lacks: programs importing it fail as usual
+            try:
+                os.write(2, f'judge.sandbox.warm: could not preload {name!r}: {type(exc).__name__}: {exc}\n'.encode())
+            except OSError:
+                pass
+
+
+def prepare_interpreter(env: dict[str, str], preload: list[str] | None = None) -> None:
     """Once, in the process the children are forked from: their environment, module path and
     standard streams.
 
@@ -123,6 +136,7 @@ def prepare_interpreter(env: dict[str, str]) -> None:
     os.environ.update(env)
     here = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
     sys.path[:] = [p for p in sys.path if p and p != here]
+    _preload(preload or [])
     stdin = os.memfd_create('stdin', 0)
     os.dup2(stdin, 0)
     os.close(stdin)

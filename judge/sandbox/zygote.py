@@ -21,6 +21,7 @@ Messages on a ``SOCK_SEQPACKET`` socket pair, one per datagram:
 
 from __future__ import annotations
 
+import gc
 import os
 import select
 import signal
@@ -122,7 +123,9 @@ def _serve(sock: socket.socket, prep: ChildPrep, server_pid: int) -> NoReturn:  
         namespaces.set_pdeathsig(signal.SIGKILL)
         if os.getppid() != server_pid:  # the server died before the parent-death signal was set
             os._exit(0)
-        prepare_interpreter(prep.env)  # once for all children
+        prepare_interpreter(prep.env, prep.preload)  # once for all children
+        gc.collect()
+        gc.freeze()  # the preloaded modules' objects too: children's collections never touch them
         confine_forker(prep)  # the zygote itself lives under the children's filters from here on
         children: dict[int, int] = {}  # pidfd -> pid
         listen = sock.fileno()
