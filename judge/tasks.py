@@ -289,6 +289,6 @@ def _stop_slot(**_: Any) -> None:
 
 @signals.after_setup_logger.connect
 def _quiet_per_task_logs(**_: Any) -> None:
-    # Celery logs two INFO lines per task in the main process; ours (one per submission) suffices.
+    # Celery logs two INFO lines per task in the main process; ours (JUDGE_LOG_SUBMISSIONS) replace them.
     for name in ('celery.worker.strategy', 'celery.app.trace'):
         logging.getLogger(name).setLevel(logging.WARNING)

@@ -214,18 +214,17 @@ def execute(
         exited = _wait(spare, encode_plan(plan, stdin), streams, done, start + limits.time_s)
         if done.record is not None and not exited and not outcome.output_exceeded:
             outcome.exit_code, outcome.cpu_s, outcome.max_rss_kb = done.record
-            outcome.exiting_pid = spare.pid
-            outcome.wall_s = time.monotonic() - start
-            # The child closed its ends of the pipes before reporting; descendants may still hold them.
-            streams.drain(time.monotonic() + _EXIT_GRACE_S)
+            outcome.exiting_pid = spare.pid  # killed and reaped by the caller, after its answer
         else:
             if not exited:
                 kill_all(spare.pid)
             status, outcome.cpu_s, outcome.max_rss_kb = spare.reap(spare.pid)
-            outcome.wall_s = time.monotonic() - start
             _decode_status(status, outcome)
-            # Descendants may still hold the pipes: read what is there, then kill them all.
-            streams.drain(time.monotonic() + _EXIT_GRACE_S)
+        outcome.wall_s = time.monotonic() - start
+        # Descendants may still hold the pipes (the child closed its own ends before any report):
+        # read what is there, then kill them all unless the caller will.
+        streams.drain(time.monotonic() + _EXIT_GRACE_S)
+        if outcome.exiting_pid is None:
             kill_all(spare.pid)
     finally:
         for fd in list(streams.fds):

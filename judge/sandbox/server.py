@@ -64,9 +64,13 @@ class SlotServer:
         if os.path.lexists(path):
             shutil.rmtree(path, ignore_errors=True)
         os.mkdir(path, 0o700)
+        self._give_to_slot(path)
+        return path
+
+    def _give_to_slot(self, path: str) -> None:
+        """Make ``path`` the slot uid's (when there is one and we may)."""
         if self.jail.uid is not None and os.getuid() == 0:
             os.chown(path, self.jail.uid, self.jail.gid if self.jail.gid is not None else self.jail.uid)
-        return path
 
     def _write_files(self, workdir: str, files: dict[str, str], imports: dict[str, str]) -> None:
         for name, text in files.items():
@@ -78,9 +82,8 @@ class SlotServer:
             dst = os.path.join(workdir, name)
             shutil.copyfile(src, dst)
             os.chmod(dst, 0o755)
-        if self.jail.uid is not None and os.getuid() == 0:
-            for name in (*files, *imports):
-                os.chown(os.path.join(workdir, name), self.jail.uid, self.jail.gid or self.jail.uid)
+        for name in (*files, *imports):
+            self._give_to_slot(os.path.join(workdir, name))
 
     @staticmethod
     def _check_name(name: str) -> None:
@@ -169,8 +172,7 @@ class SlotServer:
         except FileExistsError:  # left by an execution that failed before `finish`
             os.unlink(path)
             os.mkfifo(path, 0o600)
-        if self.jail.uid is not None and os.getuid() == 0:
-            os.chown(path, self.jail.uid, self.jail.gid if self.jail.gid is not None else self.jail.uid)
+        self._give_to_slot(path)
         return os.open(path, os.O_RDONLY | os.O_NONBLOCK | os.O_CLOEXEC)
 
     def finish(self) -> None:
