@@ -69,6 +69,13 @@ CORPUS: dict[str, tuple[str, bytes]] = {
     'sys_exit_none': ('raise SystemExit', b''),
     'recursion_limit': ('import sys\nprint(sys.getrecursionlimit())\ndef r(n): return r(n+1)\nr(0)', b''),
     'atexit_runs': ('import atexit\natexit.register(lambda: print("at exit"))\nprint("body")', b''),
+    # nothing is imported on the way out (an import in each warm child cost 0.3 ms of CPU)
+    'no_import_at_exit': (
+        'import os, sys\n'
+        'sys.addaudithook(lambda event, args: event == "import" and os.write(2, f"imported {args[0]}\\n".encode()))\n'
+        'print("body")',
+        b'',
+    ),
     'thread_joined': (
         'import threading, time\nt = threading.Thread(target=lambda: (time.sleep(0.1), print("t")))\n'
         't.start()\nprint("main")',

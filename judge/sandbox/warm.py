@@ -18,6 +18,9 @@ limits are enforced from outside).  A program that ends any other way (``os._exi
 
 from __future__ import annotations
 
+# Imported here, once, in the zygote: `atexit` is not loaded at start-up, and importing it in each
+# child ran the import machinery there (about 60 page faults, 0.3 ms of CPU per execution).
+import atexit
 import io
 import os
 import resource
@@ -69,8 +72,6 @@ def _shutdown() -> None:
             threading._shutdown()
         except Exception:
             pass
-    import atexit
-
     atexit._run_exitfuncs()
 
 
