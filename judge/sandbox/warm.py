@@ -85,7 +85,8 @@ def _flush() -> int:
     return status
 
 
-def _frames_below() -> int:
+def stack_depth() -> int:
+    """How many frames the caller's stack holds, the caller's own included."""
     depth, frame = 0, sys._getframe(1)
     while frame is not None:
         depth += 1
@@ -121,9 +122,16 @@ def _preload(modules: list[str]) -> None:
                 pass
 
 
-def prepare_interpreter(env: dict[str, str], preload: list[str] | None = None) -> None:
-    """Once, in the process the children are forked from: their environment, module path and
-    standard streams.
+_main: types.ModuleType | None = None
+"""The children's ``__main__`` module, made once by `prepare_interpreter` (each child gets its own copy)."""
+
+
+def prepare_interpreter(env: dict[str, str], preload: list[str] | None = None, frames_below: int = 0) -> None:
+    """Once, in the process the children are forked from: their environment, module path,
+    standard streams, recursion budget and ``__main__`` module.
+
+    ``frames_below`` is the depth of the children's stacks where `run_python` runs, its own frame
+    included: user code gets the recursion budget of a fresh interpreter on top of it.
 
     Done once so that each child only adds what is its own (its work dir), instead of paying for
     rebuilding ``os.environ`` and ``sys.path`` and for three new text streams (together about
@@ -147,6 +155,10 @@ def prepare_interpreter(env: dict[str, str], preload: list[str] | None = None) -
         os.close(write_end)
         os.close(read_end)
     _fresh_streams()
+    _hide_frames(frames_below + 1)
+    global _main
+    _main = types.ModuleType('__main__')
+    _main.__builtins__ = __builtins__  # type: ignore[attr-defined]
 
 
 def _report_done(done_path: str, status: int) -> None:
@@ -179,11 +191,11 @@ def run_python(source: str | None, filename: str, workdir: str, done_path: str |
     """
     os.environ['HOME'] = os.environ['TMPDIR'] = workdir
     sys.argv = [filename]
-    sys.path.insert(0, os.getcwd())
-    _hide_frames(_frames_below() + 1)
-    main = types.ModuleType('__main__')
-    main.__file__ = os.path.join(os.getcwd(), filename)
-    main.__builtins__ = __builtins__  # type: ignore[attr-defined]
+    cwd = os.getcwd()  # ``workdir`` with any symlink resolved, as a fresh interpreter sees it
+    sys.path.insert(0, cwd)
+    assert _main is not None, 'prepare_interpreter() must run first'
+    main = _main
+    main.__file__ = os.path.join(cwd, filename)
     sys.modules['__main__'] = main
     status = 0
     try:

@@ -32,7 +32,7 @@ from typing import NoReturn
 from judge.sandbox import namespaces
 from judge.sandbox.child import ChildFds, ChildPrep, confine_forker, run_spare
 from judge.sandbox.execute import Spare
-from judge.sandbox.warm import prepare_interpreter
+from judge.sandbox.warm import prepare_interpreter, stack_depth
 
 _PID = struct.Struct('>i')
 _EXIT = struct.Struct('>iidq')
@@ -123,7 +123,8 @@ def _serve(sock: socket.socket, prep: ChildPrep, server_pid: int) -> NoReturn:  
         namespaces.set_pdeathsig(signal.SIGKILL)
         if os.getppid() != server_pid:  # the server died before the parent-death signal was set
             os._exit(0)
-        prepare_interpreter(prep.env, prep.preload)  # once for all children
+        # once for all children, which run user code three calls up: _fork → run_spare → run_python
+        prepare_interpreter(prep.env, prep.preload, frames_below=stack_depth() + 3)
         gc.collect()
         gc.freeze()  # the preloaded modules' objects too: children's collections never touch them
         confine_forker(prep)  # the zygote itself lives under the children's filters from here on
