@@ -32,6 +32,7 @@ from judge.sandbox.protocol import ProtocolError, recv_message, send_message
 from judge.sandbox.zygote import Zygote, ZygoteLost, start_zygote
 
 logger = get_logger('judge.sandbox.server')
+_NEW_FILE = os.O_WRONLY | os.O_CREAT | os.O_TRUNC | os.O_NOFOLLOW | os.O_CLOEXEC
 
 
 class SlotServer:
@@ -67,23 +68,28 @@ class SlotServer:
         self._give_to_slot(path)
         return path
 
-    def _give_to_slot(self, path: str) -> None:
-        """Make ``path`` the slot uid's (when there is one and we may)."""
+    def _give_to_slot(self, path: str | int) -> None:
+        """Make ``path`` (or an open descriptor) the slot uid's (when there is one and we may)."""
         if self.jail.uid is not None and os.getuid() == 0:
             os.chown(path, self.jail.uid, self.jail.gid if self.jail.gid is not None else self.jail.uid)
 
     def _write_files(self, workdir: str, files: dict[str, str], imports: dict[str, str]) -> None:
         for name, text in files.items():
             self._check_name(name)
-            with open(os.path.join(workdir, name), 'w', encoding='utf-8', errors='surrogateescape') as f:
-                f.write(text)
+            fd = os.open(os.path.join(workdir, name), _NEW_FILE, 0o644)
+            try:
+                view = memoryview(text.encode('utf-8', 'surrogateescape'))
+                while view:
+                    view = view[os.write(fd, view) :]
+                self._give_to_slot(fd)
+            finally:
+                os.close(fd)
         for name, src in imports.items():
             self._check_name(name)
             dst = os.path.join(workdir, name)
             shutil.copyfile(src, dst)
             os.chmod(dst, 0o755)
-        for name in (*files, *imports):
-            self._give_to_slot(os.path.join(workdir, name))
+            self._give_to_slot(dst)
 
     @staticmethod
     def _check_name(name: str) -> None:
@@ -195,7 +201,7 @@ class SlotServer:
         workdir, self._leftover = self._leftover, None
         if workdir is not None:
             reap_orphans()
-            shutil.rmtree(workdir, ignore_errors=True)
+            _remove_tree(workdir)
             try:
                 os.unlink(_done_path(workdir))
             except FileNotFoundError:
@@ -234,6 +240,33 @@ class SlotServer:
             if lost:  # exit: the worker starts a new slot server on its next request
                 logger.error('the zygote is gone; the slot server exits')
                 return
+
+
+def _remove_tree(path: str) -> None:
+    """Remove a work dir whose processes are all dead: its files one by one, the rest by `shutil.rmtree`.
+
+    A work dir usually holds a few plain files; unlinking them by name beside one open descriptor
+    costs a third of `shutil.rmtree`'s checks and system calls.  Unlinking never follows a symlink.
+    """
+    try:
+        fd = os.open(path, os.O_RDONLY | os.O_DIRECTORY | os.O_NOFOLLOW | os.O_CLOEXEC)
+    except OSError:
+        shutil.rmtree(path, ignore_errors=True)
+        return
+    try:
+        with os.scandir(fd) as entries:
+            for entry in entries:
+                if not entry.is_dir(follow_symlinks=False):
+                    try:
+                        os.unlink(entry.name, dir_fd=fd)
+                    except FileNotFoundError:
+                        pass
+    finally:
+        os.close(fd)
+    try:
+        os.rmdir(path)
+    except OSError:  # a subdirectory, or anything unlink could not remove
+        shutil.rmtree(path, ignore_errors=True)
 
 
 def _done_path(workdir: str) -> str:
