@@ -259,7 +259,7 @@ def _remove_tree(path: str) -> None:
                 if not entry.is_dir(follow_symlinks=False):
                     try:
                         os.unlink(entry.name, dir_fd=fd)
-                    except FileNotFoundError:
+                    except OSError:  # left for shutil.rmtree below
                         pass
     finally:
         os.close(fd)
