@@ -22,7 +22,7 @@ from typing import Any, NamedTuple, NoReturn
 
 from judge.sandbox import landlock, namespaces, seccomp
 from judge.sandbox.limits import apply_rlimits
-from judge.sandbox.protocol import ProtocolError, read_exact
+from judge.sandbox.protocol import ProtocolError, read_exact, write_all
 from judge.sandbox.warm import run_python
 
 SETUP_FAILED_EXIT = 121
@@ -132,9 +132,7 @@ def encode_plan(plan: dict[str, Any], stdin: bytes) -> bytes:
 
 def _stdin_from(data: bytes) -> None:
     fd = os.memfd_create('stdin', 0)
-    view = memoryview(data)
-    while view:
-        view = view[os.write(fd, view) :]
+    write_all(fd, data)
     os.lseek(fd, 0, os.SEEK_SET)
     os.dup2(fd, 0)
     os.close(fd)

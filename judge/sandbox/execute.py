@@ -16,6 +16,7 @@ from typing import Any, NamedTuple
 
 from judge.sandbox.child import SETUP_FAILED_EXIT, encode_plan
 from judge.sandbox.limits import Limits
+from judge.sandbox.protocol import write_all
 from judge.sandbox.warm import DONE_RECORD
 
 _READ_CHUNK = 65536
@@ -185,9 +186,7 @@ def _wait(spare: Spare, message: bytes, streams: _Streams, done: _Done, deadline
 
 
 def _send_plan(spare: Spare, message: bytes) -> None:
-    view = memoryview(message)
-    while view:
-        view = view[os.write(spare.ctrl, view) :]
+    write_all(spare.ctrl, message)
     os.close(spare.ctrl)
 
 

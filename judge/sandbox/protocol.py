@@ -32,7 +32,8 @@ def read_exact(fd: int, n: int) -> bytes:
     return b''.join(chunks)
 
 
-def _write_all(fd: int, data: bytes) -> None:
+def write_all(fd: int, data: bytes) -> None:
+    """Write all of ``data`` to ``fd`` (a pipe may take it in several writes)."""
     view = memoryview(data)
     while view:
         written = os.write(fd, view)
@@ -55,7 +56,7 @@ def send_message(fd: int, header: dict[str, Any], blobs: tuple[bytes, ...] = ())
     for blob in blobs:
         parts.append(_LEN.pack(len(blob)))
         parts.append(blob)
-    _write_all(fd, b''.join(parts))
+    write_all(fd, b''.join(parts))
 
 
 def recv_message(fd: int) -> tuple[dict[str, Any], list[bytes]]:

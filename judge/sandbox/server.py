@@ -28,7 +28,7 @@ from judge.sandbox.execute import ExecOutcome, Spare, execute, kill_process_grou
 from judge.sandbox.jail import Jail
 from judge.sandbox.lazylog import get_logger
 from judge.sandbox.limits import Limits, rlimits
-from judge.sandbox.protocol import ProtocolError, recv_message, send_message
+from judge.sandbox.protocol import ProtocolError, recv_message, send_message, write_all
 from judge.sandbox.zygote import Zygote, ZygoteLost, start_zygote
 
 logger = get_logger('judge.sandbox.server')
@@ -78,9 +78,7 @@ class SlotServer:
             self._check_name(name)
             fd = os.open(os.path.join(workdir, name), _NEW_FILE, 0o644)
             try:
-                view = memoryview(text.encode('utf-8', 'surrogateescape'))
-                while view:
-                    view = view[os.write(fd, view) :]
+                write_all(fd, text.encode('utf-8', 'surrogateescape'))
                 self._give_to_slot(fd)
             finally:
                 os.close(fd)
