@@ -12,6 +12,8 @@ from pathlib import Path
 from scripts.stack import free_port, gateway_command, redis_command, wait_port, worker_command
 
 ROOT = Path(__file__).resolve().parent.parent
+SERVER_PYTHON = os.environ.get('JUDGE_SERVER_PYTHON') or sys.executable
+"""Python that runs the worker and gateway (framework and client venvs point it at the server's venv)."""
 
 
 class Service:
@@ -76,7 +78,7 @@ def start_redis(log_dir: Path, port: int | None = None) -> tuple[Service, int]:
 
 def start_worker(env: dict[str, str], log_dir: Path, name: str = 'w1', concurrency: int = 2) -> Service:
     """A real `celery -A judge worker` with a prefork pool."""
-    svc = Service(f'worker-{name}', worker_command(sys.executable, concurrency, f'{name}@%h'), env, log_dir)
+    svc = Service(f'worker-{name}', worker_command(SERVER_PYTHON, concurrency, f'{name}@%h'), env, log_dir)
     svc.wait_log('ready.', 60)
     return svc
 
@@ -84,6 +86,6 @@ def start_worker(env: dict[str, str], log_dir: Path, name: str = 'w1', concurren
 def start_gateway(env: dict[str, str], log_dir: Path) -> tuple[Service, str]:
     """A real uvicorn gateway on a free port."""
     port = free_port()
-    svc = Service(f'gateway-{port}', gateway_command(sys.executable, port), env, log_dir)
+    svc = Service(f'gateway-{port}', gateway_command(SERVER_PYTHON, port), env, log_dir)
     wait_port(port, 30)
     return svc, f'http://127.0.0.1:{port}'

@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import asyncio
-import sys
 import time
 from collections.abc import AsyncIterator
 from contextlib import asynccontextmanager
@@ -16,7 +15,7 @@ from aiohttp import web
 import toolkit
 from scripts.stack import free_port, gateway_command, wait_port
 from tests.conftest import Stack
-from tests.services import Service
+from tests.services import SERVER_PYTHON, Service
 from toolkit import (
     BatchPolicy,
     DeadlineExceeded,
@@ -159,7 +158,7 @@ def test_gateway_death_gives_clear_errors_by_the_deadline_then_recovers(stack: S
     def start() -> Service:
         svc = Service(
             f'gateway-toolkit-{port}-{time.monotonic_ns()}',
-            gateway_command(sys.executable, port),
+            gateway_command(SERVER_PYTHON, port),
             stack.env,
             stack.log_dir,
         )

@@ -17,6 +17,7 @@ from typing import Any
 from toolkit.errors import ToolkitError
 from toolkit.models import Result, Submission
 from toolkit.policy import policy_from_config
+from toolkit.schemas import JUPYTER_SCHEMA, PYTHON_SCHEMA
 from toolkit.shared import get_shared
 from toolkit.verl_compat import LEGACY_VERL, BaseToolBase, make_response, make_schema, trace_op
 from toolkit.wrapper import format_error_text, format_tool_text, wrap_code
@@ -24,35 +25,6 @@ from toolkit.wrapper import format_error_text, format_tool_text, wrap_code
 __all__ = ['JUPYTER_SCHEMA', 'PYTHON_SCHEMA', 'JupyterTool', 'PythonTool']
 
 logger = logging.getLogger('toolkit.tools')
-
-PYTHON_SCHEMA: dict[str, Any] = {
-    'type': 'function',
-    'function': {
-        'name': 'python_code_with_standard_io',
-        'description': 'Run a Python program with the given standard input; returns its stdout and stderr.',
-        'parameters': {
-            'type': 'object',
-            'properties': {
-                'code': {'type': 'string', 'description': 'Python source code to run.'},
-                'input': {'type': 'string', 'description': 'Text fed to standard input (may be empty).'},
-            },
-            'required': ['code', 'input'],
-        },
-    },
-}
-JUPYTER_SCHEMA: dict[str, Any] = {
-    'type': 'function',
-    'function': {
-        'name': 'jupyter_code',
-        'description': 'Run a notebook cell; variables from earlier cells of this conversation are kept.',
-        'parameters': {
-            'type': 'object',
-            'properties': {'code': {'type': 'string', 'description': 'Python code of the cell.'}},
-            'required': ['code'],
-        },
-    },
-}
-
 
 class PythonTool(BaseToolBase):
     """``python_code_with_standard_io(code, input)``: run a program, answer with rStar's tool text.

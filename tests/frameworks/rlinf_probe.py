@@ -1,0 +1,65 @@
+"""An RLinf agent-loop worker for tests: RLinf's own ``Rstar2AgentLoopWorker`` tool-call code, no LLM.
+
+``LoopProbe`` inherits every tool-call method of RLinf 0.3.0's rStar2 agent loop
+(``tool_session_get``/``tool_call``/``tool_session_release`` and the base class's
+``state_less_tool_call_with_channel``) and runs them in a real Ray actor on RLinf channels.  Only the
+constructor differs: it skips loading a tokenizer, which tool calls never use.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import time
+from typing import Any
+
+from rlinf.agents.rstar2.rstar2_agent_loop import Rstar2AgentLoopWorker
+from rlinf.data.tool_call.tool_io_struct import ToolRequest
+from rlinf.scheduler import Worker
+
+
+class LoopProbe(Rstar2AgentLoopWorker):  # type: ignore[misc]
+    def __init__(self, cfg: Any) -> None:
+        Worker.__init__(self)
+        self.cfg = cfg
+        self.max_tool_response_length = 100_000
+        self.tool_response_truncate_side = 'right'
+
+    def route(self, worker_name: str, tool_names: list[str]) -> None:
+        """Send these tools to this worker group (``AgentRunner`` builds the same map)."""
+        self.tool_name_map = {name: worker_name for name in tool_names}
+
+    async def trajectory(self, calls: list[tuple[str, dict[str, Any]]]) -> list[tuple[float, str]]:
+        """One rStar2 trajectory: session start, the calls one after another, session end."""
+        context = self.pre_process([])
+        out = []
+        for name, args in calls:
+            start = time.monotonic()
+            response = await self.tool_call(context, ToolRequest(name=name, arguments=args))
+            out.append((time.monotonic() - start, response.text))
+        for worker_name, session_id in context['tool_session_ids'].items():
+            await self.tool_session_release(worker_name, session_id)
+        return out
+
+    async def trajectories(self, calls: list[list[tuple[str, dict[str, Any]]]]) -> list[list[tuple[float, str]]]:
+        """Several trajectories at once, as an agent loop worker runs a GRPO group."""
+        return list(await asyncio.gather(*(self.trajectory(c) for c in calls)))
+
+    async def raw_calls(self, worker_name: str, calls: list[tuple[str, Any]]) -> list[tuple[float, Any]]:
+        """Concurrent stateless calls through RLinf's ``state_less_tool_call_with_channel``; raw replies."""
+        info = self.tool_channel_info_map[worker_name]
+
+        async def one(name: str, args: Any) -> tuple[float, Any]:
+            start = time.monotonic()
+            reply = await self.state_less_tool_call_with_channel(
+                info.input_channel, self.tool_worker_output_channel, name, args
+            )
+            return time.monotonic() - start, reply
+
+        return list(await asyncio.gather(*(one(n, a) for n, a in calls)))
+
+    async def reward(self, reward_type: str, reward_cfg: dict[str, Any], texts: list[str], refs: list[Any]) -> Any:
+        """RLinf's reward registry lookup and ``get_reward``, as its reward worker does them."""
+        from rlinf.algorithms.rewards import get_rule_based_reward_class
+
+        reward = get_rule_based_reward_class(reward_type)(reward_cfg)
+        return await asyncio.to_thread(reward.get_reward, texts, refs)

@@ -1,0 +1,189 @@
+"""The RLinf tool worker inside RLinf 0.3.0's own machinery (``make test-rlinf``).
+
+A 1-node RLinf ``Cluster`` on a private local CPU-only Ray; tool workers launched with
+``create_group(cfg).launch(cluster, name, NodePlacementStrategy([0]))``; channels wired as
+``AgentRunner`` wires them (``Tool-<group>`` inputs, one shared ``ToolOutput``); ``start_server()``
+not waited; requests sent by RLinf's own rStar2 agent-loop code (``tests/frameworks/rlinf_probe.py``)
+to a real gateway (redis-server, Celery prefork worker, uvicorn).  ``RLINF_EXT_MODULE`` names
+``toolkit.rlinf_ext``, so every worker process runs its ``register()``.
+"""
+
+from __future__ import annotations
+
+import os
+import tempfile
+from collections.abc import Iterator
+from types import SimpleNamespace
+from typing import Any
+from urllib.parse import urlsplit
+
+import pytest
+
+pytest.importorskip('rlinf.scheduler', reason='RLinf is not installed: run `make test-rlinf`')
+
+pytestmark = pytest.mark.integration
+
+DEADLINE_S = 8.0  # > the test stack's 4 s time limit
+DOWN_DEADLINE_S = 2.0
+PY, NB = 'python_code_with_standard_io', 'jupyter_code'
+
+
+@pytest.fixture(scope='module')
+def rlinf(gateway_url: str, dead_url: str) -> Iterator[SimpleNamespace]:
+    ray_tmp = tempfile.mkdtemp(prefix='ray-', dir='/tmp')  # short: Ray's socket paths have a length limit
+    os.environ.update(
+        {
+            'RAY_ADDRESS': 'local',  # a fresh private Ray, never someone else's
+            'RAY_USAGE_STATS_ENABLED': '0',
+            'RAY_TMPDIR': ray_tmp,
+            'GLOO_SOCKET_IFNAME': 'lo',
+            'RLINF_EXT_MODULE': 'toolkit.rlinf_ext',
+        }
+    )
+    import ray
+    from omegaconf import OmegaConf
+    from rlinf.agents.rstar2.http_tool_worker import HttpToolWorker
+    from rlinf.scheduler import Channel, Cluster, NodePlacementStrategy
+    from rlinf.workers.agent.tool_worker import ToolChannelInfo
+
+    from tests.frameworks.rlinf_probe import LoopProbe
+    from toolkit.rlinf import JudgeToolWorker
+
+    url, dead = urlsplit(gateway_url), urlsplit(dead_url)
+
+    def cfg(netloc: Any = url, **codejudge: Any) -> Any:
+        section = {'host_addr': netloc.hostname, 'host_port': netloc.port, 'concurrency_limit': 128, **codejudge}
+        return OmegaConf.create({'tools': {'codejudge': section}})
+
+    specs = {
+        'JudgeToolWorker': (JudgeToolWorker, cfg(deadline_s=DEADLINE_S)),
+        'JudgeLimited': (JudgeToolWorker, cfg(deadline_s=DEADLINE_S, concurrency_limit=2)),
+        'JudgeDown': (JudgeToolWorker, cfg(dead, deadline_s=DOWN_DEADLINE_S)),
+        'HttpToolWorker': (HttpToolWorker, cfg(toolkit=False)),  # stock RLinf, opted out of the reroute
+        'HttpRerouted': (HttpToolWorker, cfg(deadline_s=DEADLINE_S)),
+        'HttpReroutedDown': (HttpToolWorker, cfg(dead, deadline_s=DOWN_DEADLINE_S)),
+    }
+    cluster = Cluster(num_nodes=1)
+    place = NodePlacementStrategy([0])
+    groups = {name: cls.create_group(c).launch(cluster, name=name, placement_strategy=place) for name, (cls, c) in specs.items()}
+    output = Channel.create('ToolOutput')
+    infos = {}
+    for name, group in groups.items():
+        channel = Channel.create(f'Tool-{group.worker_group_name}')
+        group.init_worker(channel, output).wait()
+        names = list(JudgeToolWorker.TOOL_NAMES) if name.startswith('Judge') else [t.name for t in HttpToolWorker.TOOL_SET_CLS]
+        infos[group.worker_group_name] = ToolChannelInfo(tool_names=names, has_session=True, input_channel=channel)
+    starts = {name: group.start_server() for name, group in groups.items()}  # not waited, as AgentRunner does
+    probe = LoopProbe.create_group(cfg()).launch(cluster, name='AgentLoopProbe', placement_strategy=place)
+    probe.init_worker(Channel.create('GenerateInput'), Channel.create('GenerateOutput'), infos, {}, output).wait()
+    try:
+        yield SimpleNamespace(probe=probe, groups=groups, infos=infos, starts=starts)
+    finally:
+        ray.shutdown()
+
+
+def raw(rl: SimpleNamespace, worker: str, calls: list[tuple[str, Any]]) -> list[tuple[float, Any]]:
+    out: list[tuple[float, Any]] = rl.probe.raw_calls(worker, calls).wait()[0]
+    return out
+
+
+def stats(rl: SimpleNamespace, worker: str) -> dict[str, Any]:
+    out: dict[str, Any] = rl.groups[worker].stats().wait()[0]
+    return out
+
+
+def test_start_server_runs_in_the_actors_event_loop(rlinf: SimpleNamespace) -> None:
+    from toolkit.rlinf import JudgeToolWorker
+
+    rlinf.starts['JudgeToolWorker'].wait()  # a threaded actor raised "no running event loop" here
+    rlinf.groups['JudgeToolWorker'].start_server().wait()  # idempotent
+    schemas = rlinf.groups['JudgeToolWorker'].tool_schemas().wait()[0]
+    assert [s['function']['name'] for s in schemas] == [PY, NB]
+    info = JudgeToolWorker.worker_info()
+    assert (info.tool_names, info.has_session) == ([PY, NB], True)
+
+
+def test_rstar2_trajectory_with_session(rlinf: SimpleNamespace) -> None:
+    rlinf.probe.route('JudgeToolWorker', [PY, NB]).wait()
+    calls = [(NB, {'code': 'x = 6 * 7'}), (NB, {'code': 'print(x)\nx + 1'}), (PY, {'code': 'print(input()[::-1])', 'input': 'abc'})]
+    # two trajectories at once: each has its own session (notebook state), RLinf asserts session replies succeed
+    one, two = rlinf.probe.trajectories([calls, [(NB, {'code': 'x = 1'}), (NB, {'code': 'x'})]]).wait()[0]
+    assert one[0][1].startswith('Tool call success\nexecution time: ')
+    assert one[1][1].startswith('Tool call success\nstdout: 42\n43\n\nexecution time: ')
+    assert one[2][1].startswith('Tool call success\nstdout: cba\n\nexecution time: ')
+    assert two[1][1].startswith('Tool call success\nstdout: 1\n\nexecution time: ')
+    assert all(elapsed < DEADLINE_S + 1 for elapsed, _ in one + two)
+
+
+def test_success_agrees_with_rlinf_http_tool_worker(rlinf: SimpleNamespace) -> None:
+    programs = ['print(42)', 'print(input())', 'raise ValueError("no")', 'import sys; sys.exit(3)', 'print(']
+    calls = [(PY, {'code': code, 'input': 'hi'}) for code in programs]
+    stock = raw(rlinf, 'HttpToolWorker', calls)  # RLinf's own worker against our gateway
+    ours = raw(rlinf, 'JudgeToolWorker', calls)
+    assert [r.success for _, r in stock] == [r.success for _, r in ours] == [True, True, False, False, False]
+    assert stock[0][1].result.startswith('Tool call success\nstdout: 42\n')
+    assert ours[0][1].result.startswith('Tool call success\nstdout: 42\n')
+    for (_, s), (_, o) in zip(stock[2:], ours[2:], strict=True):
+        assert s.result.split('\n')[:2] == o.result.split('\n')[:2] == ['Tool call failure', 'reason: ']
+    assert all(r.meta_info['infra_error'] is False for _, r in ours) and stock[0][1].meta_info is None
+
+
+def test_time_limit_and_bad_arguments_are_answered_by_the_deadline(rlinf: SimpleNamespace) -> None:
+    calls = [
+        (PY, {'code': 'while True: pass', 'input': ''}),
+        (PY, {'code': 5, 'input': ''}),
+        (PY, None),
+        (PY, {'code': 'print(1)', 'input': 3}),
+        ('no_such_tool', {'code': 'print(1)'}),
+    ]
+    replies = raw(rlinf, 'JudgeToolWorker', calls)
+    assert all(elapsed < DEADLINE_S + 1 for elapsed, _ in replies)
+    (_, limit), *bad = replies
+    assert not limit.success and limit.result.startswith('Tool call failure\nreason: worker_timeout\n')
+    assert (limit.meta_info['infra_error'], limit.meta_info['verdict']) == (False, 'time_limit')
+    for _, reply in bad:
+        assert not reply.success and reply.meta_info == reply.meta_info | {'infra_error': False, 'reason': 'invalid_input'}
+        assert reply.result.startswith('Tool call failure\nreason: invalid_input\n')
+
+
+def test_gateway_down_is_answered_by_the_deadline(rlinf: SimpleNamespace) -> None:
+    calls = [(PY, {'code': f'print({i})', 'input': ''}) for i in range(4)] + [(NB, {'code': '1'})]
+    replies = raw(rlinf, 'JudgeDown', calls)
+    assert all(elapsed < DOWN_DEADLINE_S + 1 for elapsed, _ in replies), [e for e, _ in replies]
+    assert all(not r.success and r.meta_info['infra_error'] is True for _, r in replies)
+    assert all(r.result.startswith('Tool call failure\nreason: ') for _, r in replies)
+
+
+def test_concurrent_calls_are_batched(rlinf: SimpleNamespace) -> None:
+    before = stats(rlinf, 'JudgeToolWorker')
+    replies = raw(rlinf, 'JudgeToolWorker', [(PY, {'code': f'print({i} * 3)', 'input': ''}) for i in range(48)])
+    assert [r.result.split('\n')[1] for _, r in replies] == [f'stdout: {i * 3}' for i in range(48)]
+    after = stats(rlinf, 'JudgeToolWorker')
+    batches = after['batches'] - before['batches']
+    assert 1 <= batches < 48 and max(after['batch_sizes']) > 1  # batched, not one HTTP request per call
+
+
+def test_concurrency_limit_is_honoured(rlinf: SimpleNamespace) -> None:
+    replies = raw(rlinf, 'JudgeLimited', [(PY, {'code': f'print({i})', 'input': ''}) for i in range(12)])
+    assert all(r.success for _, r in replies)
+    assert max(stats(rlinf, 'JudgeLimited')['batch_sizes']) <= 2  # never more than 2 calls in flight
+
+
+def test_ext_module_reroutes_stock_http_tool_worker(rlinf: SimpleNamespace) -> None:
+    replies = raw(rlinf, 'HttpRerouted', [(PY, {'code': f'print({i})', 'input': ''}) for i in range(8)])
+    assert [r.result.split('\n')[:2] for _, r in replies] == [['Tool call success', f'stdout: {i}'] for i in range(8)]
+    assert all(r.meta_info['infra_error'] is False for _, r in replies)  # stock replies carry no meta_info
+    down = raw(rlinf, 'HttpReroutedDown', [(PY, {'code': 'print(1)', 'input': ''})])
+    # the stock worker never answers here (it logs and drops the call): the trajectory would hang
+    assert down[0][0] < DOWN_DEADLINE_S + 1 and down[0][1].meta_info['infra_error'] is True
+
+
+def test_ext_module_registers_the_judge_reward(rlinf: SimpleNamespace, gateway_url: str) -> None:
+    tests = '{"inputs": ["1 2\\n", "5 5\\n"], "outputs": ["3", "10"]}'
+    texts = [
+        'Sum them:\n```python\na, b = map(int, input().split())\nprint(a + b)\n```',
+        '```python\nprint(3)\n```',
+        'no code at all',
+    ]
+    scores = rlinf.probe.reward('codejudge', {'codejudge': {'base_url': gateway_url}}, texts, [[tests]] * 3).wait()[0]
+    assert scores == [1.0, 0.5, 0.0]
