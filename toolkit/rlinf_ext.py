@@ -5,8 +5,8 @@
 
 * registers the reward class ``codejudge`` (:class:`toolkit.rlinf_reward.CodeJudgeReward`), so
   ``reward.reward_type: codejudge`` scores code answers on the judge;
-* reroutes RLinf's stock ``HttpToolWorker`` (hard-coded in the rStar2 entry script) through
-  :class:`toolkit.rlinf.JudgeToolHandler`: same tool names and config keys
+* serves RLinf's stock ``HttpToolWorker`` (hard-coded in the rStar2 entry script) with
+  :class:`JudgePythonTool`, i.e. :class:`toolkit.rlinf.JudgeToolHandler`: same tool name and config keys
   (``tools.codejudge.host_addr``/``host_port``/``concurrency_limit``), but calls are batched, every
   request is answered by its deadline (``tools.codejudge.deadline_s``) and replies carry
   ``meta_info``.  ``tools.codejudge.toolkit: false`` keeps the stock behaviour.
@@ -21,8 +21,9 @@ import logging
 from typing import Any
 
 from toolkit.rlinf import codejudge_config, handler_from_config
+from toolkit.schemas import PYTHON_SCHEMA, PYTHON_TOOL
 
-__all__ = ['REWARD_NAME', 'register']
+__all__ = ['REWARD_NAME', 'JudgePythonTool', 'register']
 
 logger = logging.getLogger('toolkit.rlinf_ext')
 
@@ -37,24 +38,49 @@ def _register_reward() -> None:
         rewards.register_reward(REWARD_NAME, CodeJudgeReward)
 
 
+class JudgePythonTool:
+    """RLinf rStar2 tool (``ToolBase`` shape) for ``python_code_with_standard_io``, served by the judge.
+
+    Put in ``HttpToolWorker.TOOL_SET_CLS`` by :func:`register`: the stock worker builds it with its
+    config, keeps its own session replies and ``concurrency_limit`` semaphore, and awaits
+    ``execute(request, send_request_func)`` for each call.  Ray copies a worker class's methods onto
+    the actor class it builds, so a tool class is the seam that reaches a stock worker.
+    """
+
+    name = PYTHON_TOOL
+
+    def __init__(self, cfg: Any) -> None:
+        self.cfg = cfg
+        self._stock: Any = None
+        if not codejudge_config(cfg).get('toolkit', True):  # opted out: RLinf's own tool
+            self._stock = _STOCK_PYTHON_TOOL[0](cfg) if _STOCK_PYTHON_TOOL else None
+        self.handler = handler_from_config(cfg)
+
+    async def execute(self, request: Any, send_request_func: Any = None, **kwargs: Any) -> Any:
+        """Reply to one ``execute`` request; never raises, answers by ``tools.codejudge.deadline_s``."""
+        if self._stock is not None:
+            return await self._stock.execute(request, send_request_func)
+        return await self.handler.handle(request)
+
+    def tool_schema(self) -> dict[str, Any]:
+        """The tool's OpenAI function schema."""
+        return PYTHON_SCHEMA
+
+    def validate(self, request: Any) -> None:
+        """Arguments are checked by ``execute``, which answers bad ones with ``invalid_input``."""
+        return None
+
+
+_STOCK_PYTHON_TOOL: list[Any] = []
+
+
 def _reroute_http_tool_worker() -> None:
     module: Any = importlib.import_module('rlinf.agents.rstar2.http_tool_worker')
-    cls = module.HttpToolWorker
-    if getattr(cls, '_toolkit_original', None) is not None:
-        return
-    original = cls._process_requests
-
-    async def _process_requests(self: Any) -> None:
-        # The stock start_server() creates this coroutine as a task in the actor's event loop.
-        if not codejudge_config(self.cfg).get('toolkit', True):
-            await original(self)
-            return
-        self._toolkit_handler = handler_from_config(self.cfg)
-        logger.info('HttpToolWorker served by toolkit.rlinf.JudgeToolHandler (%s)', self._toolkit_handler.base_url)
-        await self._toolkit_handler.serve(self.input_channel, self.output_channel)
-
-    cls._toolkit_original = original
-    cls._process_requests = _process_requests
+    tools: list[Any] = module.HttpToolWorker.TOOL_SET_CLS
+    for i, tool in enumerate(tools):
+        if tool is not JudgePythonTool and getattr(tool, 'name', None) == PYTHON_TOOL:
+            _STOCK_PYTHON_TOOL[:] = [tool]
+            tools[i] = JudgePythonTool  # in place: the actor class sees this list, not a copy
 
 
 def register() -> None:

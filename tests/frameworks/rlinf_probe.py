@@ -44,15 +44,20 @@ class LoopProbe(Rstar2AgentLoopWorker):  # type: ignore[misc]
         """Several trajectories at once, as an agent loop worker runs a GRPO group."""
         return list(await asyncio.gather(*(self.trajectory(c) for c in calls)))
 
-    async def raw_calls(self, worker_name: str, calls: list[tuple[str, Any]]) -> list[tuple[float, Any]]:
-        """Concurrent stateless calls through RLinf's ``state_less_tool_call_with_channel``; raw replies."""
+    async def raw_calls(
+        self, worker_name: str, calls: list[tuple[str, Any]], timeout_s: float = 30.0
+    ) -> list[tuple[float, Any]]:
+        """Concurrent stateless calls through RLinf's ``state_less_tool_call_with_channel``; raw replies
+        (``None`` for a call that got no reply within ``timeout_s``: RLinf itself would wait forever)."""
         info = self.tool_channel_info_map[worker_name]
 
         async def one(name: str, args: Any) -> tuple[float, Any]:
             start = time.monotonic()
-            reply = await self.state_less_tool_call_with_channel(
-                info.input_channel, self.tool_worker_output_channel, name, args
-            )
+            call = self.state_less_tool_call_with_channel(info.input_channel, self.tool_worker_output_channel, name, args)
+            try:
+                reply = await asyncio.wait_for(call, timeout_s)
+            except TimeoutError:
+                reply = None
             return time.monotonic() - start, reply
 
         return list(await asyncio.gather(*(one(n, a) for n, a in calls)))
