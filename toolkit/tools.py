@@ -3,7 +3,10 @@
 Use them from a verl tool YAML (``class_name: toolkit.PythonTool``; see ``toolkit/configs/``).
 They keep rStar2-Agent's config keys, tool names and tool text, but send through the process-wide
 batcher (:func:`toolkit.get_shared`), never hang (every call has a deadline) and flag infrastructure
-failures in the metrics dict (``metrics['infra_error']``) so trainers can mask those trajectories.
+failures in the metrics dict (``metrics['infra_error']``).  verl's ``ToolAgentLoop`` drops that dict,
+so when verl passes ``agent_data`` the tools also count into ``agent_data.extra_fields``, which
+verl copies into ``non_tensor_batch`` (see :data:`EXTRA_FIELDS`): a trainer masks a sample whose
+``judge_infra_errors`` is non-zero.
 """
 
 from __future__ import annotations
@@ -22,9 +25,27 @@ from toolkit.shared import get_shared
 from toolkit.verl_compat import LEGACY_VERL, BaseToolBase, make_response, make_schema, trace_op
 from toolkit.wrapper import format_error_text, format_tool_text, wrap_code
 
-__all__ = ['JUPYTER_SCHEMA', 'PYTHON_SCHEMA', 'JupyterTool', 'PythonTool']
+__all__ = ['EXTRA_FIELDS', 'JUPYTER_SCHEMA', 'PYTHON_SCHEMA', 'JupyterTool', 'PythonTool', 'record_call']
 
 logger = logging.getLogger('toolkit.tools')
+
+EXTRA_FIELDS = ('judge_tool_calls', 'judge_infra_errors', 'judge_infra_reasons')
+"""Keys the tools keep in ``agent_data.extra_fields`` per trajectory: calls made, calls the judge
+could not answer (infrastructure, not the program), and those calls' ``reason`` strings."""
+
+
+def record_call(kwargs: dict[str, Any], metrics: dict[str, Any]) -> None:
+    """Count one call into ``kwargs['agent_data'].extra_fields`` (verl >= 0.7 passes ``agent_data``)."""
+    fields = getattr(kwargs.get('agent_data'), 'extra_fields', None)
+    if not isinstance(fields, dict):
+        return
+    fields['judge_tool_calls'] = int(fields.get('judge_tool_calls') or 0) + 1
+    fields.setdefault('judge_infra_errors', 0)
+    fields.setdefault('judge_infra_reasons', [])
+    if metrics.get('infra_error'):
+        fields['judge_infra_errors'] += 1
+        fields['judge_infra_reasons'] = [*fields['judge_infra_reasons'], str(metrics.get('reason') or '')]
+
 
 class PythonTool(BaseToolBase):
     """``python_code_with_standard_io(code, input)``: run a program, answer with rStar's tool text.
@@ -68,11 +89,15 @@ class PythonTool(BaseToolBase):
 
         ``metrics`` has ``infra_error`` (True: the judge, not the program, failed), ``reason``,
         ``attempts``, ``latency_s`` and, for results, ``cost_s``, ``success`` and ``verdict``.
+        With ``agent_data`` (verl's ``ToolAgentLoop``), the call is also counted into
+        ``agent_data.extra_fields`` (:func:`record_call`).
         """
         code = parameters.get('code') if isinstance(parameters, dict) else None
         if not isinstance(code, str):
             text = 'Tool call failure\nreason: invalid_input\nstderr: the "code" argument must be a string'
-            return make_response(text), 0.0, {'infra_error': False, 'invalid_call': True, 'reason': 'invalid_input'}
+            invalid: dict[str, Any] = {'infra_error': False, 'invalid_call': True, 'reason': 'invalid_input'}
+            record_call(kwargs, invalid)
+            return make_response(text), 0.0, invalid
         processor = get_shared(self.base_url, self.policy)
         try:
             result = await processor.submit(self._program(instance_id, parameters, kwargs))
@@ -80,9 +105,12 @@ class PythonTool(BaseToolBase):
             logger.warning('tool call failed without a result: %s', err)
             metrics: dict[str, Any] = {'infra_error': err.infra, 'reason': err.reason, 'error': str(err)}
             metrics['attempts'] = err.attempts
+            record_call(kwargs, metrics)
             return make_response(format_error_text(err)), 0.0, metrics
         self._remember(instance_id, code, kwargs)
-        return make_response(format_tool_text(result)), 0.0, _result_metrics(result)
+        metrics = _result_metrics(result)
+        record_call(kwargs, metrics)
+        return make_response(format_tool_text(result)), 0.0, metrics
 
     async def calc_reward(self, instance_id: str, **kwargs: Any) -> float:
         """Tools give no reward of their own (verl never calls this)."""
