@@ -6,7 +6,7 @@ PIP := $(VENV)/bin/pip
 STAMP := $(VENV)/.installed
 BASE_PYTHON ?= $(shell command -v python3.11 >/dev/null 2>&1 && python3.11 -c 'import sys;print(sys.executable)' || python3 -c 'import sys;print(sys.executable)')
 
-.PHONY: install run test test-verl lint typecheck format bench soak clean system-deps
+.PHONY: install run test test-verl test-rlinf test-client lint typecheck format bench soak clean system-deps
 
 system-deps:
 	@scripts/system-deps.sh
@@ -27,16 +27,44 @@ test: install
 	@scripts/system-deps.sh --test
 	$(PY) -m pytest
 
-# The verl tool contract against the real verl package (CPU torch), in a separate venv.
-VERL_VENV ?= .venv-verl
-test-verl:
-	$(BASE_PYTHON) -m venv $(VERL_VENV)
-	$(VERL_VENV)/bin/pip install -q --upgrade pip
-	$(VERL_VENV)/bin/pip install -q torch==2.13.0
-	$(VERL_VENV)/bin/pip install -q --no-deps verl
-	$(VERL_VENV)/bin/pip install -q numpy packaging pydantic omegaconf ray 'tensordict==0.10.0' \
-		'transformers>=5.5.3,<5.11,!=5.6.0' aiohttp pytest pyyaml
-	PYTHONPATH=. $(VERL_VENV)/bin/python -m pytest -q --noconftest tests/test_toolkit_unit.py
+# Framework tests, each in its own cached virtualenv built from frozen pins (scripts/framework-venv.sh
+# rebuilds one only when its pins change).  The venvs hold the client and a framework, not the
+# server: the real stack under test runs with $(PY).  Ray, Hugging Face and friends write under a
+# private HOME in .run/.
+FRAMEWORK_ENV = HOME=$(CURDIR)/.run/framework-home PYTHONPATH=$(CURDIR) JUDGE_SERVER_PYTHON=$(CURDIR)/$(PY)
+FRAMEWORK_PYTEST = -m pytest -p no:cacheprovider -q
+
+# verl: 0.9.1 (newest) and 0.5.0 (oldest supported: str-returning tool API) through their real
+# initialize_tools_from_config; 0.9.1 also through its real ToolAgentLoop.
+VERL_VERSIONS ?= 0.9.1 0.5.0
+test-verl: install
+	@scripts/system-deps.sh --test
+	@mkdir -p .run/framework-home
+	@set -e; for v in $(VERL_VERSIONS); do \
+		scripts/framework-venv.sh .venv-verl-$$v tests/frameworks/requirements/verl-$$v.txt $(BASE_PYTHON); \
+		$(FRAMEWORK_ENV) VERL_EXPECT=$$v .venv-verl-$$v/bin/python $(FRAMEWORK_PYTEST) \
+			tests/frameworks/test_verl.py tests/test_toolkit_unit.py; \
+	done
+
+# RLinf 0.3.0 on a private local CPU-only Ray: its Cluster, worker groups and Channels.
+RLINF_VENV ?= .venv-rlinf-0.3.0
+test-rlinf: install
+	@scripts/system-deps.sh --test
+	@mkdir -p .run/framework-home
+	scripts/framework-venv.sh $(RLINF_VENV) tests/frameworks/requirements/rlinf-0.3.0.txt $(BASE_PYTHON)
+	$(FRAMEWORK_ENV) $(RLINF_VENV)/bin/python $(FRAMEWORK_PYTEST) tests/frameworks/test_rlinf.py
+
+# The client distribution (client/pyproject.toml) alone in a fresh venv: no server package may be
+# present, and the toolkit's tests run against a real gateway with `toolkit` imported from the wheel
+# (pytest's console script and --import-mode=append keep the checkout's toolkit/ off the front of sys.path).
+CLIENT_VENV ?= .venv-client
+test-client: install
+	@scripts/system-deps.sh --test
+	rm -rf $(CLIENT_VENV)
+	$(BASE_PYTHON) -m venv $(CLIENT_VENV)
+	$(CLIENT_VENV)/bin/pip install -q './client[test]'
+	JUDGE_CLIENT_ONLY=1 JUDGE_SERVER_PYTHON=$(CURDIR)/$(PY) $(CLIENT_VENV)/bin/pytest -p no:cacheprovider -q \
+		--import-mode=append tests/frameworks/test_client.py tests/test_toolkit_unit.py tests/test_toolkit.py
 
 lint: install
 	$(VENV)/bin/ruff check .
@@ -69,4 +97,4 @@ soak: install
 		--cpu --cpu-root $$stack --redis-url redis://127.0.0.1:$${ports[2]}/0
 
 clean:
-	rm -rf $(VENV) .pytest_cache .mypy_cache .ruff_cache build *.egg-info
+	rm -rf $(VENV) .venv-verl-* .venv-rlinf-* $(CLIENT_VENV) .pytest_cache .mypy_cache .ruff_cache build *.egg-info

@@ -305,7 +305,8 @@ def test_toolkit_never_imports_judge_or_api() -> None:
 
 def test_import_toolkit_is_light() -> None:
     code = (
-        'import importlib.util, sys, toolkit, toolkit.rlinf, toolkit.reward, toolkit.bench\n'
+        'import importlib.util, sys, toolkit, toolkit.rlinf, toolkit.rlinf_ext, toolkit.rlinf_reward, toolkit.reward\n'
+        'import toolkit.bench, toolkit.schemas\n'
         'heavy = lambda: [m for m in ("judge", "api", "torch", "verl", "rlinf", "ray") if m in sys.modules]\n'
         'print(heavy())\n'
         'import toolkit.tools\n'  # imports verl (and so torch) only when verl is installed
@@ -691,6 +692,69 @@ def test_rlinf_handler_always_replies() -> None:
             assert key == 's2' and not reply.success and reply.meta_info['infra_error']
             server.cancel()
             await toolkit.close_shared(drain_timeout_s=0)
+
+    run(main())
+
+
+def test_rlinf_success_means_the_program_ran_and_bad_calls_are_answered() -> None:
+    from toolkit.rlinf import JudgeToolHandler, ToolChannelRequest
+
+    def script(subs: list[dict[str, Any]]) -> list[dict[str, Any]]:
+        return [FakeGateway.result(s, '' if 'ok' in s['solution'] else 'worker_timeout') for s in subs]
+
+    async def main() -> None:
+        async with fake_gateway(script=[script, script]) as gw:
+            handler = JudgeToolHandler(gw.url, fast_policy(), concurrency_limit=1)
+            assert [s['function']['name'] for s in handler.tool_schemas()] == list(handler.tool_names)
+            good, limit = await asyncio.gather(
+                handler.handle(ToolChannelRequest('s', 'execute', 'python_code_with_standard_io', {'code': 'ok'})),
+                handler.handle(ToolChannelRequest('s', 'execute', 'python_code_with_standard_io', {'code': 'x'})),
+            )
+            assert good.success and not limit.success and not limit.meta_info['infra_error']
+            assert max(len(b) for b in gw.batches) == 1  # concurrency_limit=1: one call in flight
+            for args in ({'code': 1}, None, {'code': 'ok', 'input': 2}):
+                bad = await handler.handle(ToolChannelRequest('s', 'execute', 'python_code_with_standard_io', args))
+                assert not bad.success and bad.meta_info['reason'] == 'invalid_input'
+            odd = await handler.handle(ToolChannelRequest('s', 'restart'))
+            assert not odd.success and odd.meta_info['reason'] == 'invalid_input'
+            await toolkit.close_shared()
+
+    run(main())
+
+
+def test_rlinf_reward_helpers() -> None:
+    from toolkit.reward import TestCase
+    from toolkit.rlinf_reward import extract_code, parse_tests
+
+    assert extract_code('a\n```python\nprint(1)\n```\nb\n```py\nprint(2)\n```') == 'print(2)\n'
+    assert extract_code('print(3)') == 'print(3)'
+    tests = [TestCase('1', '2'), TestCase('3', '4')]
+    assert parse_tests(['{"inputs": ["1", "3"], "outputs": ["2", "4"]}']) == tests
+    assert parse_tests('[{"input": "1", "output": "2"}, {"input": "3", "output": "4"}]') == tests
+    assert parse_tests('not json') == [] and parse_tests(None) == []
+
+
+def test_tools_count_calls_into_agent_data_extra_fields() -> None:
+    class AgentData:
+        request_id = 'r1'
+
+        def __init__(self) -> None:
+            self.extra_fields: dict[str, Any] = {}
+
+    async def main() -> None:
+        data = AgentData()
+        async with fake_gateway(script=['ok', 'queue_timeout']) as gw:
+            tool = toolkit.PythonTool({'base_url': gw.url, 'max_attempts': 1})
+            await tool.execute('i', {'code': 'print(1)', 'input': ''}, agent_data=data)
+            await tool.execute('i', {'code': 'print(1)', 'input': ''}, agent_data=data)
+            await tool.execute('i', {'input': ''}, agent_data=data)
+            await tool.execute('i', {'code': 'print(1)', 'input': ''}, agent_data=None)  # rStar passes none
+            await toolkit.close_shared()
+        assert data.extra_fields == {
+            'judge_tool_calls': 3,
+            'judge_infra_errors': 1,
+            'judge_infra_reasons': ['queue_timeout'],
+        }
 
     run(main())
 

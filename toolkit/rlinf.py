@@ -25,7 +25,7 @@ import importlib
 import logging
 import sys
 import time
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from toolkit.client import DEFAULT_BASE_URL
 from toolkit.errors import ToolkitError
@@ -36,6 +36,9 @@ from toolkit.shared import get_shared
 from toolkit.wrapper import format_error_text, format_tool_text, wrap_code
 
 __all__ = ['JudgeToolHandler', 'JudgeToolWorker', 'ToolChannelRequest', 'ToolChannelResponse', 'handler_from_config']
+
+if TYPE_CHECKING:  # provided lazily by __getattr__ (the worker imports rlinf, so torch)
+    from toolkit.rlinf_worker import JudgeToolWorker
 
 logger = logging.getLogger('toolkit.rlinf')
 
@@ -56,6 +59,11 @@ class _Response:
     result: Any | None = None
     session_state: Any | None = None
     meta_info: dict[str, Any] | None = None
+
+
+if TYPE_CHECKING:
+    ToolChannelRequest = _Request
+    ToolChannelResponse = _Response
 
 
 def _rlinf_schema() -> Any:
@@ -234,7 +242,9 @@ def handler_from_config(cfg: Any) -> JudgeToolHandler:
     section.setdefault('deadline_s', 60.0)
     base_url, policy = policy_from_config(section)
     limit = int(section.get('concurrency_limit') or 1024)
-    return JudgeToolHandler(base_url, policy, concurrency_limit=limit, max_sessions=int(section.get('max_sessions', 65536)))
+    return JudgeToolHandler(
+        base_url, policy, concurrency_limit=limit, max_sessions=int(section.get('max_sessions', 65536))
+    )
 
 
 def __getattr__(name: str) -> Any:

@@ -49,9 +49,15 @@ def parse_tests(reference: Any) -> list[TestCase]:
         except ValueError:
             return []
     if isinstance(reference, dict) and isinstance(reference.get('inputs'), list):
-        return [TestCase(str(i), str(o)) for i, o in zip(reference['inputs'], reference.get('outputs') or [])]
+        return [
+            TestCase(str(i), str(o)) for i, o in zip(reference['inputs'], reference.get('outputs') or [], strict=False)
+        ]
     if isinstance(reference, list):
-        return [TestCase(str(t.get('input', '')), str(t['output'])) for t in reference if isinstance(t, dict) and 'output' in t]
+        return [
+            TestCase(str(t.get('input', '')), str(t['output']))
+            for t in reference
+            if isinstance(t, dict) and 'output' in t
+        ]
     return []
 
 
@@ -80,7 +86,9 @@ class CodeJudgeReward:
         rates = pass_rates_sync(pairs, client=self._client, deadline_s=self.deadline_s)
         self.last_infra_errors = sum(1 for r in rates if not r.reliable)
         if self.last_infra_errors:
-            logger.warning('%d of %d rewards had no real verdict (judge unavailable)', self.last_infra_errors, len(rates))
+            logger.warning(
+                '%d of %d rewards had no real verdict (judge unavailable)', self.last_infra_errors, len(rates)
+            )
         scores = []
         for rate in rates:
             if not rate.reliable:

@@ -53,7 +53,9 @@ class LoopProbe(Rstar2AgentLoopWorker):  # type: ignore[misc]
 
         async def one(name: str, args: Any) -> tuple[float, Any]:
             start = time.monotonic()
-            call = self.state_less_tool_call_with_channel(info.input_channel, self.tool_worker_output_channel, name, args)
+            call = self.state_less_tool_call_with_channel(
+                info.input_channel, self.tool_worker_output_channel, name, args
+            )
             try:
                 reply = await asyncio.wait_for(call, timeout_s)
             except TimeoutError:

@@ -64,13 +64,20 @@ def rlinf(gateway_url: str, dead_url: str) -> Iterator[SimpleNamespace]:
     }
     cluster = Cluster(num_nodes=1)
     place = NodePlacementStrategy([0])
-    groups = {name: cls.create_group(c).launch(cluster, name=name, placement_strategy=place) for name, (cls, c) in specs.items()}
+    groups = {
+        name: cls.create_group(c).launch(cluster, name=name, placement_strategy=place)
+        for name, (cls, c) in specs.items()
+    }
     output = Channel.create('ToolOutput')
     infos = {}
     for name, group in groups.items():
         channel = Channel.create(f'Tool-{group.worker_group_name}')
         group.init_worker(channel, output).wait()
-        names = list(JudgeToolWorker.TOOL_NAMES) if name.startswith('Judge') else [t.name for t in HttpToolWorker.TOOL_SET_CLS]
+        names = (
+            list(JudgeToolWorker.TOOL_NAMES)
+            if name.startswith('Judge')
+            else [t.name for t in HttpToolWorker.TOOL_SET_CLS]
+        )
         infos[group.worker_group_name] = ToolChannelInfo(tool_names=names, has_session=True, input_channel=channel)
     starts = {name: group.start_server() for name, group in groups.items()}  # not waited, as AgentRunner does
     probe = LoopProbe.create_group(cfg()).launch(cluster, name='AgentLoopProbe', placement_strategy=place)
@@ -104,7 +111,11 @@ def test_start_server_runs_in_the_actors_event_loop(rlinf: SimpleNamespace) -> N
 
 def test_rstar2_trajectory_with_session(rlinf: SimpleNamespace) -> None:
     rlinf.probe.route('JudgeToolWorker', [PY, NB]).wait()
-    calls = [(NB, {'code': 'x = 6 * 7'}), (NB, {'code': 'print(x)\nx + 1'}), (PY, {'code': 'print(input()[::-1])', 'input': 'abc'})]
+    calls = [
+        (NB, {'code': 'x = 6 * 7'}),
+        (NB, {'code': 'print(x)\nx + 1'}),
+        (PY, {'code': 'print(input()[::-1])', 'input': 'abc'}),
+    ]
     # two trajectories at once: each has its own session (notebook state), RLinf asserts session replies succeed
     one, two = rlinf.probe.trajectories([calls, [(NB, {'code': 'x = 1'}), (NB, {'code': 'x'})]]).wait()[0]
     assert one[0][1].startswith('Tool call success\nexecution time: ')
@@ -141,7 +152,10 @@ def test_time_limit_and_bad_arguments_are_answered_by_the_deadline(rlinf: Simple
     assert not limit.success and limit.result.startswith('Tool call failure\nreason: worker_timeout\n')
     assert (limit.meta_info['infra_error'], limit.meta_info['verdict']) == (False, 'time_limit')
     for _, reply in bad:
-        assert not reply.success and reply.meta_info == reply.meta_info | {'infra_error': False, 'reason': 'invalid_input'}
+        assert not reply.success and reply.meta_info == reply.meta_info | {
+            'infra_error': False,
+            'reason': 'invalid_input',
+        }
         assert reply.result.startswith('Tool call failure\nreason: invalid_input\n')
 
 

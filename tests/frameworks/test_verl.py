@@ -59,7 +59,10 @@ def test_shipped_yaml_builds_verl_tools_that_answer(tmp_path: Path, gateway_url:
 
     tools = load_tools(tool_yaml(tmp_path, 'python_tool_config.yaml', gateway_url))
     tools += load_tools(tool_yaml(tmp_path, 'jupyter_tool_config.yaml', gateway_url))
-    assert [(type(t).__name__, t.name) for t in tools] == [('PythonTool', 'python_code_with_standard_io'), ('JupyterTool', 'jupyter_code')]
+    assert [(type(t).__name__, t.name) for t in tools] == [
+        ('PythonTool', 'python_code_with_standard_io'),
+        ('JupyterTool', 'jupyter_code'),
+    ]
     assert all(isinstance(t, BaseTool) and isinstance(t.tool_schema, schemas.OpenAIFunctionToolSchema) for t in tools)
     legacy = not hasattr(schemas, 'ToolResponse')  # verl 0.4/0.5: create -> str, execute -> (str, float, dict)
 
@@ -96,7 +99,9 @@ def byte_tokenizer() -> Any:
     tok = Tokenizer(models.BPE(vocab={c: i for i, c in enumerate(alphabet)}, merges=[]))
     tok.pre_tokenizer = pre_tokenizers.ByteLevel(add_prefix_space=False)
     tok.decoder = decoders.ByteLevel()
-    fast = PreTrainedTokenizerFast(tokenizer_object=tok, chat_template=TEMPLATE, eos_token='<|im_end|>', pad_token='<|pad|>')
+    fast = PreTrainedTokenizerFast(
+        tokenizer_object=tok, chat_template=TEMPLATE, eos_token='<|im_end|>', pad_token='<|pad|>'
+    )
     fast.add_special_tokens({'additional_special_tokens': ['<|im_start|>', '<tool_call>', '</tool_call>']})
     return fast
 
@@ -140,7 +145,13 @@ def run_loop(tools: list[Any], replies: list[str], max_parallel_calls: int = 2) 
 
     async def main() -> Any:
         loop = ToolAgentLoop(
-            DictConfigWrap(cfg), llm, tokenizer, None, None, DictConfigWrap(OmegaConf.create({})), tools=ToolListWrap(tools)
+            DictConfigWrap(cfg),
+            llm,
+            tokenizer,
+            None,
+            None,
+            DictConfigWrap(OmegaConf.create({})),
+            tools=ToolListWrap(tools),
         )
         try:
             return await loop.run({}, raw_prompt=[{'role': 'user', 'content': 'Compute.'}])

@@ -1,0 +1,46 @@
+"""The client distribution installed alone (``make test-client``: a fresh venv with ``./client`` only).
+
+``make test-client`` then runs the toolkit's own tests (``tests/test_toolkit_unit.py`` and the
+real-gateway ``tests/test_toolkit.py``) in that venv, importing ``toolkit`` from the installed wheel.
+"""
+
+from __future__ import annotations
+
+import importlib.metadata
+import importlib.util
+import os
+from pathlib import Path
+
+import pytest
+
+pytestmark = pytest.mark.skipif(
+    os.environ.get('JUDGE_CLIENT_ONLY') != '1', reason='runs in the client-only venv of `make test-client`'
+)
+
+SERVER_DISTRIBUTIONS = ('celery', 'kombu', 'redis', 'hiredis', 'fastapi', 'starlette', 'uvicorn', 'flower', 'billiard')
+
+
+def test_no_server_package_is_installed() -> None:
+    present = []
+    for name in SERVER_DISTRIBUTIONS:
+        try:
+            importlib.metadata.distribution(name)
+            present.append(name)
+        except importlib.metadata.PackageNotFoundError:
+            pass
+        if importlib.util.find_spec(name) is not None:
+            present.append(name)
+    assert present == []
+    with pytest.raises(importlib.metadata.PackageNotFoundError):
+        importlib.metadata.distribution('celery-code-judge')
+
+
+def test_toolkit_comes_from_the_client_distribution() -> None:
+    import toolkit
+
+    dist = importlib.metadata.distribution('celery-code-judge-client')
+    installed = Path(str(dist.locate_file('toolkit/__init__.py'))).resolve()
+    assert Path(toolkit.__file__).resolve() == installed  # not the checkout's toolkit/
+    assert [r.split(';')[0] for r in dist.requires or [] if 'extra ==' not in r] == ['aiohttp>=3.9']
+    shipped = sorted(p.name for p in (installed.parent / 'configs').glob('*.yaml'))
+    assert shipped == ['jupyter_tool_config.yaml', 'python_tool_config.yaml', 'rlinf_codejudge.yaml']
