@@ -11,6 +11,7 @@ to a real gateway (redis-server, Celery prefork worker, uvicorn).  ``RLINF_EXT_M
 from __future__ import annotations
 
 import os
+import shutil
 import tempfile
 from collections.abc import Iterator
 from types import SimpleNamespace
@@ -86,6 +87,7 @@ def rlinf(gateway_url: str, dead_url: str) -> Iterator[SimpleNamespace]:
         yield SimpleNamespace(probe=probe, groups=groups, infos=infos, starts=starts)
     finally:
         ray.shutdown()
+        shutil.rmtree(ray_tmp, ignore_errors=True)
 
 
 def raw(rl: SimpleNamespace, worker: str, calls: list[tuple[str, Any]]) -> list[tuple[float, Any]]:
