@@ -67,7 +67,8 @@ class JudgeRstar2AgentLoopWorker(Rstar2AgentLoopWorker):  # type: ignore[misc]
         """As RLinf's, then wrap the tool output channel to watch replies."""
         out = super().init_worker(*args, **kwargs)
         self._judge_infra: collections.Counter[str] = collections.Counter()
-        self.tool_worker_output_channel = _RecordingChannel(self.tool_worker_output_channel, self._judge_record)
+        inner: Any = getattr(self, 'tool_worker_output_channel')  # noqa: B009 (set by RLinf's init_worker)
+        self.tool_worker_output_channel = _RecordingChannel(inner, self._judge_record)
         return out
 
     def _judge_record(self, key: Any, reply: Any) -> None:
