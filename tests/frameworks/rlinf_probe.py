@@ -1,9 +1,10 @@
 """An RLinf agent-loop worker for tests: RLinf's own ``Rstar2AgentLoopWorker`` tool-call code, no LLM.
 
 ``LoopProbe`` inherits every tool-call method of RLinf 0.3.0's rStar2 agent loop
-(``tool_session_get``/``tool_call``/``tool_session_release`` and the base class's
-``state_less_tool_call_with_channel``) and runs them in a real Ray actor on RLinf channels.  Only the
-constructor differs: it skips loading a tokenizer, which tool calls never use.
+(``tool_session_get``/``tool_call``/``tool_session_release``, ``post_process``,
+``get_rollout_result`` and the base class's ``state_less_tool_call_with_channel``), through
+``toolkit.rlinf_loop.JudgeRstar2AgentLoopWorker``, and runs them in a real Ray actor on RLinf
+channels.  Only the constructor differs: it skips loading a tokenizer, which tool calls never use.
 """
 
 from __future__ import annotations
@@ -12,21 +13,25 @@ import asyncio
 import time
 from typing import Any
 
-from rlinf.agents.rstar2.rstar2_agent_loop import Rstar2AgentLoopWorker
 from rlinf.data.tool_call.tool_io_struct import ToolRequest
 from rlinf.scheduler import Worker
+from rlinf.workers.agent.agent_loop import AgentLoopOutput
+
+from toolkit.rlinf_loop import JudgeRstar2AgentLoopWorker
 
 
-class LoopProbe(Rstar2AgentLoopWorker):  # type: ignore[misc]
+class LoopProbe(JudgeRstar2AgentLoopWorker):  # type: ignore[misc]
     def __init__(self, cfg: Any) -> None:
         Worker.__init__(self)
         self.cfg = cfg
         self.max_tool_response_length = 100_000
         self.tool_response_truncate_side = 'right'
+        self.print_outputs = self.return_logprobs = False
+        self.max_prompt_len = int(cfg.data.max_prompt_length)
 
-    def route(self, worker_name: str, tool_names: list[str]) -> None:
-        """Send these tools to this worker group (``AgentRunner`` builds the same map)."""
-        self.tool_name_map = {name: worker_name for name in tool_names}
+    def route(self, tool_name_map: dict[str, str]) -> None:
+        """Which worker group serves each tool (``AgentRunner`` builds the same map)."""
+        self.tool_name_map = dict(tool_name_map)
 
     async def trajectory(self, calls: list[tuple[str, dict[str, Any]]]) -> list[tuple[float, str]]:
         """One rStar2 trajectory: session start, the calls one after another, session end."""
@@ -70,3 +75,17 @@ class LoopProbe(Rstar2AgentLoopWorker):  # type: ignore[misc]
 
         reward = get_rule_based_reward_class(reward_type)(reward_cfg)
         return await asyncio.to_thread(reward.get_reward, texts, refs)
+
+    async def masked_rollout(self, trajectories: list[list[tuple[str, dict[str, Any]]]]) -> tuple[list[Any], Any]:
+        """Run each trajectory's calls, then RLinf's ``post_process`` and ``get_rollout_result``."""
+
+        async def one(calls: list[tuple[str, dict[str, Any]]]) -> Any:
+            context = self.pre_process([])
+            for name, args in calls:
+                await self.tool_call(context, ToolRequest(name=name, arguments=args))
+            output = AgentLoopOutput(prompt_ids=[1, 2], response_ids=[3, 4, 5], response_mask=[1, 1, 1])
+            return await self.post_process(context, output)
+
+        outputs = list(await asyncio.gather(*(one(t) for t in trajectories)))
+        result = self.get_rollout_result(outputs, 'answer')
+        return [o.extra_fields for o in outputs], result.response_mask

@@ -22,7 +22,7 @@ import pytest
 
 pytest.importorskip('rlinf.scheduler', reason='RLinf is not installed: run `make test-rlinf`')
 
-pytestmark = pytest.mark.integration
+pytestmark = [pytest.mark.integration, pytest.mark.timeout(900)]  # Ray start-up is slow on 2 busy cores
 
 DEADLINE_S = 8.0  # > the test stack's 4 s time limit
 DOWN_DEADLINE_S = 2.0
@@ -43,6 +43,16 @@ def rlinf(gateway_url: str, dead_url: str) -> Iterator[SimpleNamespace]:
         }
     )
     import ray
+
+    try:
+        yield launch(urlsplit(gateway_url), urlsplit(dead_url))
+    finally:  # also when launching failed or timed out: no Ray process may outlive the tests
+        ray.shutdown()
+        shutil.rmtree(ray_tmp, ignore_errors=True)
+
+
+def launch(url: Any, dead: Any) -> SimpleNamespace:
+    """Cluster, tool worker groups, channels and the agent-loop probe, wired as ``AgentRunner`` does."""
     from omegaconf import OmegaConf
     from rlinf.agents.rstar2.http_tool_worker import HttpToolWorker
     from rlinf.scheduler import Channel, Cluster, NodePlacementStrategy
@@ -50,8 +60,6 @@ def rlinf(gateway_url: str, dead_url: str) -> Iterator[SimpleNamespace]:
 
     from tests.frameworks.rlinf_probe import LoopProbe
     from toolkit.rlinf import JudgeToolWorker
-
-    url, dead = urlsplit(gateway_url), urlsplit(dead_url)
 
     def cfg(netloc: Any = url, **codejudge: Any) -> Any:
         section = {'host_addr': netloc.hostname, 'host_port': netloc.port, 'concurrency_limit': 128, **codejudge}
@@ -81,13 +89,12 @@ def rlinf(gateway_url: str, dead_url: str) -> Iterator[SimpleNamespace]:
         )
         infos[group.worker_group_name] = ToolChannelInfo(tool_names=names, has_session=True, input_channel=channel)
     starts = {name: group.start_server() for name, group in groups.items()}  # not waited, as AgentRunner does
-    probe = LoopProbe.create_group(cfg()).launch(cluster, name='AgentLoopProbe', placement_strategy=place)
+    loop_cfg = OmegaConf.merge(
+        cfg(), {'data': {'max_prompt_length': 64}, 'runner': {'seq_length': 4096}, 'agentloop': {}}
+    )
+    probe = LoopProbe.create_group(loop_cfg).launch(cluster, name='AgentLoopProbe', placement_strategy=place)
     probe.init_worker(None, None, infos, {}, output).wait()  # no LLM: no generate channels
-    try:
-        yield SimpleNamespace(probe=probe, groups=groups, infos=infos, starts=starts)
-    finally:
-        ray.shutdown()
-        shutil.rmtree(ray_tmp, ignore_errors=True)
+    return SimpleNamespace(probe=probe, groups=groups, infos=infos, starts=starts)
 
 
 def raw(rl: SimpleNamespace, worker: str, calls: list[tuple[str, Any]]) -> list[tuple[float, Any]]:
@@ -112,7 +119,7 @@ def test_start_server_runs_in_the_actors_event_loop(rlinf: SimpleNamespace) -> N
 
 
 def test_rstar2_trajectory_with_session(rlinf: SimpleNamespace) -> None:
-    rlinf.probe.route('JudgeToolWorker', [PY, NB]).wait()
+    rlinf.probe.route({PY: 'JudgeToolWorker', NB: 'JudgeToolWorker'}).wait()
     calls = [
         (NB, {'code': 'x = 6 * 7'}),
         (NB, {'code': 'print(x)\nx + 1'}),
@@ -197,3 +204,16 @@ def test_ext_module_registers_the_judge_reward(rlinf: SimpleNamespace, gateway_u
     ]
     scores = rlinf.probe.reward('codejudge', {'codejudge': {'base_url': gateway_url}}, texts, [[tests]] * 3).wait()[0]
     assert scores == [1.0, 0.5, 0.0]
+
+
+def test_agent_loop_masks_trajectories_with_infrastructure_failures(rlinf: SimpleNamespace) -> None:
+    # toolkit.rlinf_loop: RLinf's rStar2 loop, plus meta_info['infra_error'] carried to the RolloutResult
+    rlinf.probe.route({PY: 'JudgeToolWorker', NB: 'JudgeDown'}).wait()
+    good, program_error, judge_down = (
+        (PY, {'code': 'print(1)', 'input': ''}),
+        (PY, {'code': '1/0', 'input': ''}),
+        (NB, {'code': '1'}),
+    )
+    fields, masks = rlinf.probe.masked_rollout([[good], [good, judge_down], [program_error]]).wait()[0]
+    assert [f['judge_infra_errors'] for f in fields] == [0, 1, 0]
+    assert masks == [[1, 1, 1], [0, 0, 0], [1, 1, 1]]
