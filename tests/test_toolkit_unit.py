@@ -734,6 +734,24 @@ def test_rlinf_reward_helpers() -> None:
     assert parse_tests('not json') == [] and parse_tests(None) == []
 
 
+def test_shipped_rlinf_yaml_configures_handler_and_reward() -> None:
+    yaml = pytest.importorskip('yaml')
+    from toolkit.rlinf import handler_from_config
+    from toolkit.rlinf_reward import CodeJudgeReward
+
+    doc = yaml.safe_load((Path(toolkit.__file__).parent / 'configs' / 'rlinf_codejudge.yaml').read_text())
+    handler = handler_from_config(doc)
+    assert (handler.base_url, handler.concurrency_limit, handler.policy.deadline_s) == (
+        'http://127.0.0.1:8088',
+        128,
+        60,
+    )
+    assert (handler.policy.max_batch_size, handler.policy.max_batches_in_flight) == (32, 8)
+    reward = CodeJudgeReward(doc['reward'])
+    assert (reward.base_url, reward.deadline_s, reward.all_or_nothing) == ('http://127.0.0.1:8088', 120, False)
+    reward.close()
+
+
 def test_tools_count_calls_into_agent_data_extra_fields() -> None:
     class AgentData:
         request_id = 'r1'

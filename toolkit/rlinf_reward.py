@@ -79,6 +79,11 @@ class CodeJudgeReward:
         self.last_infra_errors = 0
         self._client = SyncJudgeClient(base_url, REWARD_POLICY)
         del policy  # rewards use the /judge route's policy; only the URL and deadline come from the config
+        self.base_url = base_url
+
+    def close(self) -> None:
+        """Stop the client's background loop (RLinf never calls this; the thread is a daemon)."""
+        self._client.close()
 
     def get_reward(self, response: list[str], reference: list[Any], **kwargs: Any) -> list[float]:
         """One reward per response (see the module doc)."""
