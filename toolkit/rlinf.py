@@ -203,7 +203,14 @@ class JudgeToolHandler:
         """
         loop = asyncio.get_running_loop()
         while True:
-            request = await _channel_get(input_channel)
+            try:
+                request = await _channel_get(input_channel)
+            except asyncio.CancelledError:
+                raise
+            except Exception:  # a broken get must not end the loop: every later call would hang
+                logger.exception('cannot read the tool input channel; retrying')
+                await asyncio.sleep(0.5)
+                continue
             task = loop.create_task(self._reply(request, output_channel))
             self._tasks.add(task)
             task.add_done_callback(self._tasks.discard)
