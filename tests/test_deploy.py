@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import os
 import re
+import shutil
 import stat
 import subprocess
 import sys
@@ -340,6 +341,24 @@ def test_systemd_units() -> None:
     assert flower['ExecStart'][0].startswith('/opt/judge/bin/celery -A judge flower ')
     for name in ('judge-gateway.service', 'judge-flower.service'):
         assert units[name]['DynamicUser'] == ['yes'], f'{name} runs no user code and needs no root'
+
+
+def test_systemd_units_pass_systemd_analyze_verify(tmp_path: Path) -> None:
+    """systemd's own checker on the units, with /opt/judge and /etc/judge pointed at this checkout."""
+    analyze = shutil.which('systemd-analyze')
+    if analyze is None:
+        pytest.skip('systemd-analyze is not installed (Debian package systemd)')
+    venv_bin = Path(sys.executable).parent
+    (tmp_path / 'judge.env').write_text('REDIS_URI=redis://127.0.0.1:6379/0\n')
+    for unit in UNITS.iterdir():
+        text = unit.read_text().replace('/opt/judge/bin/judge-worker', str(DEPLOY / 'worker.sh'))
+        text = text.replace('/opt/judge/bin/', f'{venv_bin}/').replace('/etc/judge/', f'{tmp_path}/')
+        (tmp_path / unit.name.replace('@.', '@1.')).write_text(text)  # the template as instance 1
+    units = sorted(str(p) for p in tmp_path.glob('*.service'))
+    run = subprocess.run([analyze, 'verify', *units], capture_output=True, text=True, timeout=60, cwd=tmp_path)
+    assert run.returncode == 0, run.stderr
+    ours = [line for line in run.stderr.splitlines() if 'judge-' in line]
+    assert not ours, ours
 
 
 # --- Dockerfile and README ---------------------------------------------------------------------
