@@ -22,6 +22,7 @@ import shutil
 import subprocess
 import sys
 from pathlib import Path
+from typing import Any
 
 ROOT = Path(__file__).resolve().parent.parent
 CONFIG = '.judge-image.json'  # ENV, WORKDIR and CMD of the built image, kept in its root
@@ -138,17 +139,17 @@ def build(
     (rootfs / CONFIG).write_text(json.dumps({'env': env, 'workdir': workdir, 'cmd': cmd}))
 
 
-def image_config(rootfs: Path) -> dict[str, object]:
-    """ENV, WORKDIR and CMD recorded by `build`."""
-    config: dict[str, object] = json.loads((rootfs / CONFIG).read_text())
+def image_config(rootfs: Path) -> dict[str, Any]:
+    """ENV (``env``), WORKDIR (``workdir``) and CMD (``cmd``) recorded by `build`."""
+    config: dict[str, Any] = json.loads((rootfs / CONFIG).read_text())
     return config
 
 
 def run_command(rootfs: Path, argv: list[str], extra_env: dict[str, str], binds: list[str]) -> list[str]:
     """The command line that runs ``argv`` (the image's CMD when empty) in the built image."""
     config = image_config(rootfs)
-    env = {**dict(config['env']), **extra_env}  # type: ignore[call-overload]
-    return chroot_command(rootfs, argv or list(config['cmd']), env, str(config['workdir']), binds)  # type: ignore[call-overload]
+    env = {**config['env'], **extra_env}
+    return chroot_command(rootfs, argv or list(config['cmd']), env, str(config['workdir']), binds)
 
 
 def main(argv: list[str] | None = None) -> int:

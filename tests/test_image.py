@@ -83,7 +83,7 @@ def image(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Image]:
     }
     # Slot numbers are host-wide: the image's workers share the host's lock directory (compose mounts it too).
     binds = [LOCK_DIR]
-    gateway_cmd = [str(a) for a in image_config(rootfs)['cmd']]  # type: ignore[union-attr]
+    gateway_cmd = [str(a) for a in image_config(rootfs)['cmd']]
     gateway_cmd[gateway_cmd.index('--host') + 1] = '127.0.0.1'  # loopback only
     gateway_cmd[gateway_cmd.index('--port') + 1] = str(gateway_port)
     gateway_cmd[gateway_cmd.index('--workers') + 1] = '1'
