@@ -108,7 +108,8 @@ def main() -> int:
         JUDGE_CACHE_DIR=str(work / 'cache'),
         MAX_EXECUTION_TIME='4',
     )
-    services = [subprocess.Popen(redis_command(args.port, work), start_new_session=True)]
+    redis = redis_command(args.port, work)
+    services = [subprocess.Popen(redis, stdout=subprocess.DEVNULL, start_new_session=True)]
     wait_port(args.port)
     gateway = gateway_command(sys.executable, args.port + 1)
     services.append(subprocess.Popen(gateway, env=env, cwd=ROOT, start_new_session=True))
