@@ -6,7 +6,7 @@ PIP := $(VENV)/bin/pip
 STAMP := $(VENV)/.installed
 BASE_PYTHON ?= $(shell command -v python3.11 >/dev/null 2>&1 && python3.11 -c 'import sys;print(sys.executable)' || python3 -c 'import sys;print(sys.executable)')
 
-.PHONY: install run test test-verl test-rlinf test-client lint typecheck format bench soak clean system-deps
+.PHONY: install run test test-deploy test-image test-verl test-rlinf test-client lint typecheck format bench soak clean system-deps
 
 system-deps:
 	@scripts/system-deps.sh
@@ -26,6 +26,20 @@ run: install
 test: install
 	@scripts/system-deps.sh --test
 	$(PY) -m pytest
+
+# The deploy recipe run whole on this machine over loopback: deploy/master.sh and two worker nodes
+# (worker.sh; the systemd units' ExecStart), the HumanEval-style check, a node SIGKILLed mid-load.
+# About a minute; root.  Not part of `make test`.
+test-deploy: install
+	@scripts/system-deps.sh --test
+	JUDGE_TEST_DEPLOY=1 $(PY) -m pytest tests/test_deploy_cluster.py
+
+# The container recipe without a container engine: a debootstrapped Debian base (kept in
+# JUDGE_IMAGE_BASE, default /var/tmp/judge-rootfs-bookworm), deploy/Dockerfile's steps carried out
+# in a chroot, the stack run from it over loopback.  Minutes; root, Debian's archive and PyPI.
+test-image: install
+	@command -v debootstrap >/dev/null || { apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq debootstrap >/dev/null; }
+	JUDGE_TEST_IMAGE=1 $(PY) -m pytest tests/test_image.py
 
 # Framework tests, each in its own cached virtualenv built from frozen pins (scripts/framework-venv.sh
 # rebuilds one only when its pins change).  The venvs hold the client and a framework, not the

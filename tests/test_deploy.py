@@ -7,8 +7,10 @@ from __future__ import annotations
 
 import os
 import re
+import shutil
 import stat
 import subprocess
+import sys
 import tomllib
 from pathlib import Path
 from typing import Any
@@ -186,7 +188,9 @@ def test_compose_services_commands_and_healthchecks() -> None:
     assert set(services) == {'redis', 'gateway', 'worker', 'flower'}
     for name, block in services.items():
         assert 'healthcheck:' in block, name
-    assert 'image: redis:7-alpine' in services['redis']
+    # Nothing comes from an image registry: Redis runs from the judge's own image.
+    assert re.findall(r'^\s*image: (.*)$', text, re.M) == ['${JUDGE_IMAGE:-celery-code-judge:latest}'] * 2
+    assert '<<: *judge' not in services['redis'] and 'image: ${JUDGE_IMAGE' in services['redis']
     assert re.search(r'test: \[CMD, redis-cli, ping\]', services['redis'])
     anchor = text[text.index('x-judge: &judge') : text.index('\nservices:')]
     assert 'path: judge.env' in anchor and 'dockerfile: deploy/Dockerfile' in anchor
@@ -201,9 +205,7 @@ def test_compose_services_commands_and_healthchecks() -> None:
     worker = services['worker']
     assert 'privileged: true' in worker and 'cgroup: private' in worker
     assert f'- {LOCK_DIR}:{LOCK_DIR}' in worker, 'containers on one host must share the slot lock directory'
-    assert 'celery -A judge inspect ping -d "judge@$$HOSTNAME"' in worker
-    for flag in _worker_flags():
-        assert flag in worker, flag
+    assert 'test: [CMD, judge-worker, --check]' in worker, 'every instance of the container must answer'
     flower = services['flower']
     assert 'command: [celery, -A, judge, flower, --address=0.0.0.0, --port=5555]' in flower
     assert 'FLOWER_URL_PREFIX' in flower and 'healthcheck' in flower
@@ -211,7 +213,7 @@ def test_compose_services_commands_and_healthchecks() -> None:
 
 def test_compose_worker_script_is_valid_sh() -> None:
     script = _block_scalar(_compose_services(COMPOSE.read_text())['worker'], '- |').replace('$$', '$')
-    assert script.rstrip().splitlines()[-1].startswith('exec celery -A judge worker ')
+    assert script.rstrip().splitlines()[-1] == 'exec judge-worker', 'deploy/worker.sh plans the instances'
     check = subprocess.run(['sh', '-n'], input=script, capture_output=True, text=True, timeout=10)
     assert check.returncode == 0, check.stderr
 
@@ -257,10 +259,54 @@ def test_worker_script_needs_redis_uri_and_names_instances() -> None:
     text = (DEPLOY / 'worker.sh').read_text()
     for flag in _worker_flags():
         assert flag in text, flag
-    assert '-n "judge-$i@%h"' in text and '-c "$processes"' in text
+    assert '-n "judge-$i@$node"' in text and '-n "judge-$only@$node"' in text
+    assert '-c "${sizes[$i - 1]}"' in text and '-c "$MAX_WORKERS"' in text
     env = {k: v for k, v in os.environ.items() if k != 'REDIS_URI'}
     run = subprocess.run([str(DEPLOY / 'worker.sh')], capture_output=True, text=True, timeout=10, env=env)
     assert run.returncode == 2 and 'REDIS_URI' in run.stderr, run
+
+
+def _worker_sh(*args: str, **env: str) -> subprocess.CompletedProcess[str]:
+    clean = {k: v for k, v in os.environ.items() if not k.startswith(('JUDGE_', 'MAX_WORKERS'))}
+    cmd = [str(DEPLOY / 'worker.sh'), *args]
+    return subprocess.run(cmd, capture_output=True, text=True, timeout=10, env=clean | env)
+
+
+@pytest.mark.parametrize(
+    ('cores', 'args', 'plan'),
+    [
+        ('1', [], 'cores=1 instances=1 processes=1'),
+        ('2', [], 'cores=2 instances=1 processes=2'),
+        ('4', [], 'cores=4 instances=1 processes=4'),
+        ('5', [], 'cores=5 instances=2 processes=3,2'),
+        ('64', [], 'cores=64 instances=16 processes=' + ','.join(['4'] * 16)),
+        ('64', ['-c', '16'], 'cores=64 instances=4 processes=16,16,16,16'),
+        ('64', ['-i', '3'], 'cores=64 instances=3 processes=22,21,21'),
+        ('8', ['-i', '2', '-c', '1'], 'cores=8 instances=2 processes=1,1'),
+    ],
+)
+def test_worker_script_plans_one_instance_per_four_processes(cores: str, args: list[str], plan: str) -> None:
+    run = _worker_sh('--plan', *args, JUDGE_NODE_CORES=cores)
+    assert run.returncode == 0 and run.stdout.strip() == plan, run
+
+
+def test_worker_script_plan_settings_units_and_names() -> None:
+    assert _worker_sh('--plan', JUDGE_NODE_CORES='64', JUDGE_PROCESSES_PER_INSTANCE='8').stdout.strip() == (
+        'cores=64 instances=8 processes=8,8,8,8,8,8,8,8'
+    )
+    assert _worker_sh('--plan', JUDGE_NODE_CORES='64', JUDGE_WORKER_INSTANCES='2', MAX_WORKERS='3').stdout.strip() == (
+        'cores=64 instances=2 processes=3,3'
+    )
+    default = _worker_sh('--plan').stdout.split()[0]
+    assert default.startswith('cores=') and int(default.split('=')[1]) <= (os.cpu_count() or 1)
+    units = _worker_sh('--units', JUDGE_NODE_CORES='9').stdout.split()
+    assert units == ['judge-worker@1.service', 'judge-worker@2.service', 'judge-worker@3.service']
+    assert _worker_sh('--names', '-i', '2', '-n', 'gpu7').stdout.strip() == 'judge-1@gpu7,judge-2@gpu7'
+    for bad in (['-i', '0'], ['-i', 'x'], ['-c', '-1'], ['--instance', 'a']):
+        run = _worker_sh('--plan', *bad)
+        assert run.returncode == 2, (bad, run)
+    outside = _worker_sh('--instance', '3', '-i', '2', REDIS_URI='redis://127.0.0.1:1/0', JUDGE_PYTHON=sys.executable)
+    assert outside.returncode == 2 and 'outside the plan' in outside.stderr, outside
 
 
 # --- systemd -----------------------------------------------------------------------------------
@@ -283,10 +329,9 @@ def test_systemd_units() -> None:
     assert set(gateway_command('python', 1)[-3:]) <= set(gateway.split()) | {'warning', '--log-level'}
 
     worker = units['judge-worker@.service']
-    assert worker['ExecStart'][0].startswith('/opt/judge/bin/celery -A judge worker ')
-    assert '-n judge-%i@%%h' in worker['ExecStart'][0]
-    for flag in _worker_flags():
-        assert flag in worker['ExecStart'][0], flag
+    # deploy/worker.sh installed as judge-worker runs instance %i of the node's plan.
+    assert worker['ExecStart'] == ['/opt/judge/bin/judge-worker --instance %i']
+    assert 'JUDGE_PYTHON=/opt/judge/bin/python' in worker['Environment']
     assert worker['User'] == ['root']
     assert LOCK_DIR.startswith('/tmp/')
     assert 'PrivateTmp' not in worker, f'instances number their slots through a shared {LOCK_DIR}'
@@ -298,15 +343,38 @@ def test_systemd_units() -> None:
         assert units[name]['DynamicUser'] == ['yes'], f'{name} runs no user code and needs no root'
 
 
+def test_systemd_units_pass_systemd_analyze_verify(tmp_path: Path) -> None:
+    """systemd's own checker on the units, with /opt/judge and /etc/judge pointed at this checkout."""
+    analyze = shutil.which('systemd-analyze')
+    if analyze is None:
+        pytest.skip('systemd-analyze is not installed (Debian package systemd)')
+    venv_bin = Path(sys.executable).parent
+    (tmp_path / 'judge.env').write_text('REDIS_URI=redis://127.0.0.1:6379/0\n')
+    for unit in UNITS.iterdir():
+        text = unit.read_text().replace('/opt/judge/bin/judge-worker', str(DEPLOY / 'worker.sh'))
+        text = text.replace('/opt/judge/bin/', f'{venv_bin}/').replace('/etc/judge/', f'{tmp_path}/')
+        (tmp_path / unit.name.replace('@.', '@1.')).write_text(text)  # the template as instance 1
+    units = sorted(str(p) for p in tmp_path.glob('*.service'))
+    run = subprocess.run([analyze, 'verify', *units], capture_output=True, text=True, timeout=60, cwd=tmp_path)
+    assert run.returncode == 0, run.stderr
+    ours = [line for line in run.stderr.splitlines() if 'judge-' in line]
+    assert not ours, ours
+
+
 # --- Dockerfile and README ---------------------------------------------------------------------
 
 
 def test_dockerfile() -> None:
     text = (DEPLOY / 'Dockerfile').read_text()
     instructions = re.findall(r'^([A-Z]+) (.*)$', text, re.M)
-    assert instructions[0] == ('FROM', 'python:3.11-slim-bookworm')
-    assert re.search(r'apt-get install -y --no-install-recommends g\+\+', text)
+    # No registry: the base is deploy/base-image.sh's debootstrapped Debian, imported locally.
+    assert instructions[:2] == [('ARG', 'BASE_IMAGE=judge-debian:bookworm'), ('FROM', '${BASE_IMAGE}')]
+    assert [op for op, _ in instructions].count('FROM') == 1
+    assert 'deploy/base-image.sh --import judge-debian:bookworm' in text
+    packages = r'apt-get install -y --no-install-recommends \\\n\s+ca-certificates python3 python3-venv g\+\+'
+    assert re.search(packages, text)
     copies = [args.split() for op, args in instructions if op == 'COPY']
+    assert ['deploy/worker.sh', '/opt/judge/bin/judge-worker'] in copies
     sources = [parts[0] for parts in copies]
     assert sources[0] == 'pyproject.toml', 'dependencies must be installed before the code is copied'
     for src in sources:
@@ -315,7 +383,7 @@ def test_dockerfile() -> None:
     packages = {p.rstrip('*') for p in project['packages']['find']['include']}
     modules = {f'{m}.py' for m in project['py-modules']}
     assert packages | modules <= set(sources), f'the image misses {packages | modules - set(sources)}'
-    assert 'PYTHON_EXECUTOR_PATH=/usr/local/bin/python3' in text
+    assert 'PYTHON_EXECUTOR_PATH=/usr/bin/python3' in text and 'JUDGE_PYTHON=/opt/judge/bin/python' in text
     assert re.search(r'^CMD \["uvicorn", "api\.main:app", ', text, re.M)
 
 
