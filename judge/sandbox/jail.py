@@ -174,9 +174,12 @@ class Jail:
                 namespaces.mount(path, path, None, namespaces.MS_BIND)
         # Device nodes stay usable (/dev/null, /dev/urandom); DAC keeps the rest root-only.
         namespaces.remount_readonly_recursive('/', keep_writable=[*keep, *self.keep_writable], nodev=False)
-        visible = sorted({self.work_base, *self.keep_writable, *self.extra_read})
+        # The interpreter's prefixes (the submission runtime) stay visible, read-only, wherever they
+        # live; the directories around them are hidden all the same.
+        prefixes = {sys.prefix, sys.base_prefix} - {'/', '/usr'}
+        visible = sorted({self.work_base, *self.keep_writable, *self.extra_read, *prefixes})
         for path in (*HIDDEN_DIRS, PROJECT_DIR, *self.hide):
-            if os.path.isdir(path) and not _inside(sys.prefix, path):
+            if os.path.isdir(path):
                 _hide_keeping(path, [p for p in visible if _inside(p, path)])
         # Scratch space the host cannot see: empty, so no host Unix socket or file is reachable.
         for path in SCRATCH_DIRS:
