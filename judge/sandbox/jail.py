@@ -62,6 +62,16 @@ READ_PATHS = (
 HIDDEN_DIRS = ('/root', '/home', '/var/lib', '/var/log', '/var/cache', '/srv', '/mnt', '/media', '/run', '/boot')
 SCRATCH_DIRS = ('/tmp', '/var/tmp')
 PROJECT_DIR = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
+THREAD_VARS = (
+    'OMP_NUM_THREADS',
+    'OPENBLAS_NUM_THREADS',
+    'MKL_NUM_THREADS',
+    'BLIS_NUM_THREADS',
+    'VECLIB_MAXIMUM_THREADS',
+    'NUMEXPR_NUM_THREADS',
+    'NUMBA_NUM_THREADS',
+)
+"""Thread-count variables of BLAS/OpenMP/numexpr/numba, all set to 1 in the programs' environment."""
 WORK_TMPFS_MB = 256
 SHM_TMPFS_MB = 16
 
@@ -234,8 +244,8 @@ class Jail:
             'LC_ALL': 'C.UTF-8',
             'PYTHONDONTWRITEBYTECODE': '1',
             'PYTHONIOENCODING': 'utf-8',
-            'OPENBLAS_NUM_THREADS': '1',
-            'OMP_NUM_THREADS': '1',
+            # One BLAS/OpenMP thread per submission: the slot's CPU share is one core.
+            **dict.fromkeys(THREAD_VARS, '1'),
         }
         env.update(self.extra_env)
         return env
