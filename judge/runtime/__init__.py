@@ -22,11 +22,14 @@ from __future__ import annotations
 
 import hashlib
 import json
+import logging
 import os
 import subprocess
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import Any
+
+logger = logging.getLogger('judge.runtime')
 
 PINS = Path(__file__).with_name('requirements.txt')
 """The exact pins of the runtime (transitive dependencies included)."""
@@ -224,3 +227,20 @@ def describe(python: str) -> RuntimeInfo:
         packages=dict(inspected.get('packages') or {}),
         managed=False,
     )
+
+
+def describe_runtime(python: str) -> dict[str, Any]:
+    """`describe` as a dict for node info; warns when ``python`` is not a managed runtime."""
+    try:
+        info = describe(python)
+    except (RuntimeMissing, OSError, ValueError, subprocess.TimeoutExpired) as e:
+        logger.error('submission runtime %s: %s', python, e)
+        return {'python': python, 'digest': '', 'managed': False, 'error': str(e)}
+    if not info.managed:
+        logger.warning(
+            'submissions run on %s, not on a managed runtime (%s): build one with `make runtime` '
+            'or leave PYTHON_EXECUTOR_PATH unset',
+            python,
+            info.digest,
+        )
+    return info.to_dict()
