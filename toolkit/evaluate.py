@@ -1,5 +1,7 @@
 """Judge a JSONL file of submissions offline: ``python -m toolkit.evaluate in.jsonl -o out.jsonl``.
 
+With ``--math``, grade a JSONL file of answers against references instead (`toolkit.matheval`).
+
 Each input line is a ``Submission`` object (``type``, ``solution``, optional ``input``,
 ``expected_output``, ``sub_id``); any other field (a dataset's ``id``, ``label``, ...) is copied
 into that line's output record, where the result's fields win on a name clash.  Submissions go to
@@ -244,6 +246,10 @@ def _parser() -> argparse.ArgumentParser:
 
 def main(argv: list[str] | None = None) -> int:
     """Entry point of ``python -m toolkit.evaluate``; returns the exit status."""
+    if '--math' in (sys.argv[1:] if argv is None else argv):  # answers against references
+        from toolkit.matheval import main as math_main
+
+        return math_main(argv)
     args = _parser().parse_args(argv)
     if args.batch_size < 1 or args.concurrency < 1:
         print('error: --batch-size and --concurrency must be >= 1', file=sys.stderr)
