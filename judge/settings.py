@@ -84,7 +84,8 @@ class Settings(BaseSettings):
     runtime_requirements: str = Field('', validation_alias=_env('JUDGE_RUNTIME_REQUIREMENTS'))
     """An extra pip requirements file for the runtime (installed with the pins as constraints)."""
     runtime_modules: str = Field('', validation_alias=_env('JUDGE_RUNTIME_MODULES'))
-    """A directory of the operator's modules (e.g. a reward scorer) copied into the runtime, importable."""
+    """Directories (``:``-separated) of the operator's modules (e.g. a reward scorer), copied into the
+    runtime and importable by submissions."""
     python_mode: Literal['warm', 'fresh'] = Field('warm', validation_alias=_env('JUDGE_PYTHON_MODE'))
     """`warm`: fork a pre-started interpreter per submission; `fresh`: start `python3 -I file.py`."""
     python_preload: str = Field(DEFAULT_PYTHON_PRELOAD, validation_alias=_env('JUDGE_PYTHON_PRELOAD'))
@@ -139,9 +140,10 @@ class Settings(BaseSettings):
     def _derived(self) -> Settings:
         if self.max_workers == 0:
             self.max_workers = os.cpu_count() or 1
-        for name in ('runtime_requirements', 'runtime_modules'):
-            if getattr(self, name):
-                setattr(self, name, os.path.abspath(getattr(self, name)))
+        if self.runtime_requirements:
+            self.runtime_requirements = os.path.abspath(self.runtime_requirements)
+        dirs = (p for p in self.runtime_modules.split(os.pathsep) if p)
+        self.runtime_modules = os.pathsep.join(os.path.abspath(p) for p in dirs)
         if not self.python_executor_path:
             self.python_executor_path = _managed_python(self)
         floor = 3600 + self.max_process_time

@@ -12,6 +12,20 @@ from pathlib import Path
 from scripts.stack import free_port, gateway_command, redis_command, wait_port, worker_command
 
 ROOT = Path(__file__).resolve().parent.parent
+RUNTIME_MODULES = os.pathsep.join(str(ROOT / p) for p in ('deploy/runtime-modules', 'tests/runtime_modules'))
+_built: set[str] = set()
+
+
+def ensure_runtime(env: dict[str, str]) -> None:
+    """Build the submission runtime ``env`` describes (`make test` built the plain one; this adds the
+    operator modules layer, a linked copy), once per distinct set of runtime settings."""
+    key = repr(sorted((k, v) for k, v in env.items() if k.startswith('JUDGE_RUNTIME_')))
+    if key in _built:
+        return
+    out = subprocess.run([sys.executable, '-m', 'judge.runtime.build'], env=env, capture_output=True, text=True)
+    if out.returncode != 0:
+        raise RuntimeError(f'the submission runtime could not be built:\n{out.stderr[-3000:]}')
+    _built.add(key)
 
 
 class Service:

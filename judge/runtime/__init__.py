@@ -68,7 +68,7 @@ class RuntimeSpec:
     requirements: str = ''
     """The operator's extra pip requirements file ('' for none)."""
     modules: str = ''
-    """The operator's directory of modules importable by submissions ('' for none)."""
+    """The operator's directories of modules importable by submissions (``os.pathsep``-separated)."""
 
     @classmethod
     def from_settings(cls, settings: Any) -> RuntimeSpec:
@@ -126,14 +126,27 @@ def module_files(path: str) -> list[str]:
     return sorted(out)
 
 
-def tree_hash(path: str) -> str:
-    """sha256 over the names and contents of `module_files` ('' for no directory)."""
-    if not path:
+def module_sources(modules: str) -> list[tuple[str, str]]:
+    """(directory, relative file) of every operator module file; ``modules`` lists directories
+    separated by ``os.pathsep``, and a file name may come from one of them only."""
+    seen: dict[str, str] = {}
+    for path in (p for p in modules.split(os.pathsep) if p):
+        if not os.path.isdir(path):
+            raise RuntimeMissing(f'runtime modules directory {path!r} does not exist')
+        for rel in module_files(path):
+            if rel in seen:
+                raise RuntimeMissing(f'runtime module file {rel!r} is in both {seen[rel]!r} and {path!r}')
+            seen[rel] = path
+    return sorted(((d, rel) for rel, d in seen.items()), key=lambda item: item[1])
+
+
+def tree_hash(modules: str) -> str:
+    """sha256 over the names and contents of the `module_sources` ('' for none)."""
+    sources = module_sources(modules)
+    if not sources:
         return ''
-    if not os.path.isdir(path):
-        raise RuntimeMissing(f'runtime modules directory {path!r} does not exist')
     digest = hashlib.sha256()
-    for rel in module_files(path):
+    for path, rel in sources:
         digest.update(rel.encode() + b'\0' + hashlib.sha256(Path(path, rel).read_bytes()).digest())
     return digest.hexdigest()
 

@@ -42,7 +42,7 @@ from judge.runtime import (
     compute_digest,
     env_key,
     inspect_python,
-    module_files,
+    module_sources,
     python_of,
     read_manifest,
     tree_hash,
@@ -135,12 +135,13 @@ def _assemble(spec: RuntimeSpec, env_dir: Path, target: Path) -> None:
     os.unlink(tmp / COMPLETE)
     python = python_of(tmp)
     files: list[str] = []
-    if spec.modules:
+    sources = module_sources(spec.modules)
+    if sources:
         modules = tmp / MODULES_DIR
-        files = module_files(spec.modules)
-        for rel in files:
+        for src, rel in sources:
             (modules / rel).parent.mkdir(parents=True, exist_ok=True)
-            shutil.copy2(Path(spec.modules, rel), modules / rel)
+            shutil.copy2(Path(src, rel), modules / rel)
+            files.append(rel)
         _run([python, '-I', '-m', 'compileall', '-q', str(modules)], 'byte-compile the modules')
         site = Path(_site_packages(python))
         (site / PTH_NAME).write_text(f'{target / MODULES_DIR}\n', encoding='utf-8')
