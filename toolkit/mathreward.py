@@ -94,7 +94,8 @@ class MathScore:
 
 def grader_source(scorer: str = DEFAULT_SCORER, timeout_s: int = 3) -> str:
     """The program that grades a JSON list of ``[answer, reference]`` pairs read from stdin."""
-    if scorer != DEFAULT_SCORER and not all(part.isidentifier() for part in scorer.replace(':', '.').split('.')):
+    module, _, name = scorer.partition(':')
+    if not (all(part.isidentifier() for part in module.split('.')) and (not name or name.isidentifier())):
         raise ValueError(f"scorer must be 'math_verify' or 'module:function', got {scorer!r}")
     return _GRADER.format(spec=scorer, timeout_s=int(timeout_s))
 
