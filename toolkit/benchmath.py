@@ -133,8 +133,15 @@ async def _phase(client: JudgeClient, cases: list[tuple[str, str]], args: argpar
 
 
 async def _runtime(client: JudgeClient, args: argparse.Namespace) -> tuple[str, int]:
-    status = await client.status()
-    nodes = status.get('nodes') or []
+    from toolkit.bench import _warm_up
+
+    await _warm_up(client)  # a worker answers: its node info is published
+    for _ in range(20):
+        status = await client.status()
+        nodes = status.get('nodes') or []
+        if nodes:
+            break
+        await asyncio.sleep(0.5)
     python = args.runtime_python or next(
         (n['runtime']['python'] for n in nodes if isinstance(n.get('runtime'), dict) and n['runtime'].get('python')), ''
     )
