@@ -12,9 +12,10 @@ Four phases, in one run on one machine:
   concurrent spawns as the cluster has worker processes, measured before and after the judge phases
   (their mean is used, so drift during the run counts on both sides).
 
-Reports submissions/s and, with ``--cpu``, the stack's CPU per submission of each judge phase, the CPU
-per bare spawn, and the two ratios the runtime is judged by: math rate / bare sympy+numpy rate, and
-trivial rate / bare ``-I -S`` rate.
+Reports submissions/s, the CPU per bare spawn and the two ratios the runtime is judged by: math rate /
+bare sympy+numpy rate, and trivial rate / bare ``-I -S`` rate.  With ``--cpu``, also the stack's CPU
+per submission of each judge phase and the same ratios from CPU (bare spawn CPU / judge CPU per
+submission): what the rates' ratios are on an otherwise idle machine, steadier on a shared one.
 """
 
 from __future__ import annotations
@@ -181,4 +182,7 @@ async def math_scenario(client: JudgeClient, args: argparse.Namespace) -> dict[s
     }
     for name, phase in (('math', math_phase), ('trivial', trivial)):
         out |= {f'{name}_{k}': v for k, v in phase.items() if k.endswith('cpu_ms')}
+    if args.cpu:  # CPU per submission against CPU per bare spawn: the rates' ratio on an idle machine
+        out['cpu_ratio_math_vs_bare_sympy_numpy'] = out['bare_sympy_numpy_cpu_ms'] / math_phase['cpu_ms']
+        out['cpu_ratio_trivial_vs_bare_python_IS'] = out['bare_python_IS_cpu_ms'] / trivial['cpu_ms']
     return out
