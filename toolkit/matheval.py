@@ -26,7 +26,7 @@ from typing import Any
 
 from toolkit.batcher import RequestProcessor
 from toolkit.client import DEFAULT_BASE_URL
-from toolkit.evaluate import EvaluationError, Progress
+from toolkit.evaluate import EvaluationError, Progress, read_objects
 from toolkit.mathreward import DEFAULT_SCORER, MATH_POLICY, MathScore, math_scores
 
 __all__ = ['load_pairs', 'main', 'summarize_scores']
@@ -36,27 +36,12 @@ _CHUNK = 64
 
 def load_pairs(path: Path, answer_field: str, reference_field: str) -> list[dict[str, Any]]:
     """Read and check every line of ``path`` before anything is sent; blank lines are skipped."""
-    try:
-        text = path.read_text(encoding='utf-8')
-    except (OSError, UnicodeDecodeError) as e:
-        raise EvaluationError(f'{path}: cannot read: {e}') from e
-    rows: list[dict[str, Any]] = []
-    for lineno, line in enumerate(text.splitlines(), 1):
-        if not line.strip():
-            continue
-        try:
-            row = json.loads(line)
-        except ValueError as e:
-            raise EvaluationError(f'{path}:{lineno}: not JSON: {e}') from e
-        if not isinstance(row, dict):
-            raise EvaluationError(f'{path}:{lineno}: expected a JSON object, got {type(row).__name__}')
+    rows = read_objects(path, 'answers')
+    for lineno, row in rows:
         for name in (answer_field, reference_field):
             if not isinstance(row.get(name), str | int | float) or isinstance(row.get(name), bool):
                 raise EvaluationError(f'{path}:{lineno}: field {name!r} (a string or a number) is required')
-        rows.append(row)
-    if not rows:
-        raise EvaluationError(f'{path}: no answers')
-    return rows
+    return [row for _, row in rows]
 
 
 def summarize_scores(scores: list[MathScore], elapsed_s: float) -> dict[str, Any]:
