@@ -117,6 +117,19 @@ def _build_env(spec: RuntimeSpec, target: Path) -> None:
     tmp.rename(target)
 
 
+def _link_or_copy(src: str, dst: str) -> None:
+    try:
+        os.link(src, dst)
+    except OSError:  # a file system without hard links: a real copy
+        shutil.copy2(src, dst)
+
+
+def _remove_leftovers(root: Path) -> None:
+    """Temporary directories of builds that were killed (we hold the lock: no build is running)."""
+    for path in root.glob('.tmp-*'):
+        shutil.rmtree(path, ignore_errors=True)
+
+
 def _site_packages(python: str) -> str:
     out = subprocess.run(
         [python, '-I', '-c', 'import sysconfig; print(sysconfig.get_path("purelib"))'],
@@ -131,7 +144,7 @@ def _assemble(spec: RuntimeSpec, env_dir: Path, target: Path) -> None:
     """A linked copy of the virtualenv, the operator's modules, the manifest; renamed into place."""
     tmp = target.with_name(f'.tmp-{target.name}-{os.getpid()}')
     shutil.rmtree(tmp, ignore_errors=True)
-    shutil.copytree(env_dir, tmp, symlinks=True, copy_function=os.link)
+    shutil.copytree(env_dir, tmp, symlinks=True, copy_function=_link_or_copy)
     os.unlink(tmp / COMPLETE)
     python = python_of(tmp)
     files: list[str] = []
@@ -183,6 +196,7 @@ def build(spec: RuntimeSpec) -> RuntimeInfo:
                 return read_manifest(target)  # built by another process while we waited
             except RuntimeMissing:
                 pass
+            _remove_leftovers(root)
             env_dir = root / f'env-{env_key(spec)[:16]}'
             if not (env_dir / COMPLETE).exists():
                 shutil.rmtree(env_dir, ignore_errors=True)
