@@ -6,7 +6,9 @@ runtime's interpreter, three kinds of parent and forks one child per program of 
 
 * ``lean``: the parent imported the default preload list only (``JUDGE_PYTHON_PRELOAD``'s default);
 * ``preloaded``: it also imported sympy and numpy;
-* ``prerun``: preloaded, and it ran one program of each kind once before forking.
+* ``prerun``: preloaded, and it ran one program of each kind once before forking;
+* ``prerun_cleared``: the same, then cleared sympy's cache and the warning filters (the submodules
+  the programs imported stay).
 
 Per variant and kind: the child's CPU (``wait4``; fork's copy of the page tables is the parent's and
 is reported apart), its minor page faults, an empty child's CPU (fork + exit alone) and the parent's
@@ -39,11 +41,16 @@ if cfg['prerun']:
         run(src)
     sys.stdout.flush()
     os.dup2(saved, 1)
+    if cfg['prerun'] == 'clear':  # keep the submodules the programs imported, drop what they cached
+        import warnings
+        sys.modules['sympy'].core.cache.clear_cache()
+        warnings.resetwarnings()
 gc.collect()
 gc.freeze()
 def pss_kb():
     with open('/proc/self/smaps_rollup') as f:
-        return {l.split(':')[0]: int(l.split()[1]) for l in f if l.split(':')[0] in ('Rss', 'Pss')}
+        keep = ('Rss', 'Pss', 'Pss_Anon', 'Pss_File')
+        return {l.split(':')[0]: int(l.split()[1]) for l in f if l.split(':')[0] in keep}
 def child_cost(src):
     t0 = time.process_time()
     pid = os.fork()
@@ -74,7 +81,7 @@ print(json.dumps(out))
 KIND_NAMES = ('solve', 'factorint', 'summation', 'integrate', 'numpy_det', 'itertools')
 
 
-def measure(python: str, preload: list[str], prerun: bool, rounds: int) -> dict[str, object]:
+def measure(python: str, preload: list[str], prerun: bool | str, rounds: int) -> dict[str, object]:
     """One parent variant's figures (see the module docstring)."""
     kinds = {name: math_case(6 * 7 + i)[0] for i, name in enumerate(KIND_NAMES)}
     kinds['trivial'] = 'print(sum(range(10)))'
@@ -100,6 +107,7 @@ def main(argv: list[str] | None = None) -> int:
         'lean': measure(python, lean, False, args.rounds),
         'preloaded': measure(python, heavy, False, args.rounds),
         'prerun': measure(python, heavy, True, args.rounds),
+        'prerun_cleared': measure(python, heavy, 'clear', args.rounds),
     }
     if args.json:
         print(json.dumps(variants))  # noqa: T201
@@ -107,7 +115,10 @@ def main(argv: list[str] | None = None) -> int:
     for name, data in variants.items():
         mem = data['memory_kb']
         assert isinstance(mem, dict)
-        print(f'== {name}: parent RSS {mem["Rss"] / 1024:.1f} MB, PSS {mem["Pss"] / 1024:.1f} MB')  # noqa: T201
+        print(  # noqa: T201
+            f'== {name}: parent RSS {mem["Rss"] / 1024:.1f} MB, PSS {mem["Pss"] / 1024:.1f} MB '
+            f'(anonymous {mem.get("Pss_Anon", 0) / 1024:.1f}, file {mem.get("Pss_File", 0) / 1024:.1f})'
+        )
         kinds = data['kinds']
         assert isinstance(kinds, dict)
         for kind, row in kinds.items():
