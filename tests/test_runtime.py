@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import dataclasses
 import json
 import os
 import re
@@ -15,6 +16,7 @@ import pytest
 
 from judge import runtime
 from judge.runtime import RuntimeSpec, build_key, requirement_lines, tree_hash
+from judge.runtime.build import BuildError, build
 from judge.sandbox.client import ExecRequest, SlotClient, SlotConfig
 from judge.sandbox.jail import available_tiers
 from judge.sandbox.limits import Limits
@@ -78,6 +80,26 @@ def test_the_build_key_follows_every_input_and_ignores_comments(tmp_path: Path) 
     assert build_key(RuntimeSpec(root=str(tmp_path), base_python=sys.executable, requirements=str(reqs))) in keys
     with pytest.raises(runtime.RuntimeMissing):
         runtime.locate(RuntimeSpec(root=str(tmp_path), base_python=sys.executable))
+
+
+def test_operator_requirements_go_on_top_of_the_pins_without_moving_one(tmp_path: Path) -> None:
+    base = RuntimeSpec.from_settings(Settings())
+    reqs = tmp_path / 'requirements.txt'
+    reqs.write_text('six==1.17.0\n')
+    info = build(dataclasses.replace(base, requirements=str(reqs)))
+    try:
+        assert info.packages == _pins() | {'six': '1.17.0'}
+        assert info.digest != runtime.locate(base).digest, 'the digest names what was added'
+        done = subprocess.run(
+            [info.python, '-I', '-c', 'import six, sympy; print(six.__version__)'], capture_output=True
+        )
+        assert done.stdout.decode().strip() == '1.17.0', done.stderr
+        reqs.write_text('sympy==1.13.0\n')  # would move a pin: refused, nothing built
+        with pytest.raises(BuildError, match='extra requirements'):
+            build(dataclasses.replace(base, requirements=str(reqs)))
+        assert not list(Path(base.root).glob('.tmp-*')), 'a failed build leaves nothing behind'
+    finally:
+        shutil.rmtree(info.path, ignore_errors=True)
 
 
 @pytest.fixture(scope='module')

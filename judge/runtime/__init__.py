@@ -36,7 +36,7 @@ PINS = Path(__file__).with_name('requirements.txt')
 MANIFEST = 'judge-runtime.json'
 COMPLETE = '.complete'
 MODULES_DIR = 'modules'
-BUILDER_VERSION = 1
+BUILDER_VERSION = 2
 """Bumped when the build's recipe changes, so every node rebuilds."""
 DIGEST_CHARS = 12
 
@@ -152,7 +152,7 @@ def tree_hash(modules: str) -> str:
 
 
 def env_key(spec: RuntimeSpec) -> str:
-    """Hash of what the virtualenv and its packages depend on (not the operator's modules)."""
+    """Hash of what the virtualenv and its pinned packages depend on (not the operator's additions)."""
     base = os.path.realpath(spec.base_python)
     try:
         st = os.stat(base)
@@ -161,15 +161,16 @@ def env_key(spec: RuntimeSpec) -> str:
     parts = {
         'builder': BUILDER_VERSION,
         'pins': requirement_lines(_read(str(PINS), 'pins file')),
-        'requirements': requirement_lines(_read(spec.requirements, 'requirements file')) if spec.requirements else [],
         'base': [base, st.st_size, st.st_mtime_ns],
     }
     return hashlib.sha256(json.dumps(parts, sort_keys=True).encode()).hexdigest()
 
 
 def build_key(spec: RuntimeSpec) -> str:
-    """Hash of every input of the runtime: `env_key` and the operator's modules."""
-    return hashlib.sha256(f'{env_key(spec)}\0{tree_hash(spec.modules)}'.encode()).hexdigest()
+    """Hash of every input of the runtime: `env_key`, the operator's requirements and modules."""
+    extra = requirement_lines(_read(spec.requirements, 'requirements file')) if spec.requirements else []
+    parts = [env_key(spec), json.dumps(extra), tree_hash(spec.modules)]
+    return hashlib.sha256('\0'.join(parts).encode()).hexdigest()
 
 
 def runtime_dir(spec: RuntimeSpec) -> Path:

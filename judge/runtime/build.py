@@ -3,11 +3,12 @@
 Two layers under the runtime root, both named by hashes of their inputs (`judge.runtime`):
 
 * ``env-<env key>``: a virtualenv of the base interpreter (no pip in it) with the pins installed by
-  this interpreter's pip (``--no-deps --only-binary``: the pins are the whole environment), then the
-  operator's extra requirements with the pins as constraints;
-* ``<build key>``: a hard-linked copy of that virtualenv plus the operator's modules (copied, byte
-  compiled, on ``sys.path`` through a ``.pth`` file) and the manifest.  Changing only the modules
-  therefore costs a copy of links, not a reinstall.
+  this interpreter's pip (``--no-deps --only-binary``: the pins are the whole environment);
+* ``<build key>``: a hard-linked copy of that virtualenv, plus the operator's extra requirements
+  (installed with the pins as constraints: pip replaces files by unlinking them, so the shared
+  links are never written through), the operator's modules (copied, byte compiled, on ``sys.path``
+  through a ``.pth`` file) and the manifest.  Changing what the operator adds therefore costs a copy
+  of links and that addition, never a reinstall of the pins.
 
 Builds hold an exclusive lock on the root, work in a temporary directory and rename it into place
 when complete, so concurrent builders and readers never see half a runtime.  Everything is made
@@ -21,10 +22,12 @@ import fcntl
 import json
 import logging
 import os
+import re
 import shutil
 import stat
 import subprocess
 import sys
+import tempfile
 import time
 from collections.abc import Iterator
 from contextlib import contextmanager
@@ -45,6 +48,7 @@ from judge.runtime import (
     module_sources,
     python_of,
     read_manifest,
+    requirement_lines,
     tree_hash,
 )
 
@@ -110,11 +114,19 @@ def _build_env(spec: RuntimeSpec, target: Path) -> None:
     _run([os.path.realpath(spec.base_python), '-m', 'venv', '--without-pip', str(tmp)], 'create the virtualenv')
     python = python_of(tmp)
     _run(_pip(python, '--no-deps', '--only-binary=:all:', '-r', str(PINS)), 'install the pins')
-    if spec.requirements:
-        _run(_pip(python, '-r', spec.requirements, '-c', str(PINS)), 'install the extra requirements')
     _world_readable(tmp)
     Path(tmp, COMPLETE).touch(mode=0o644)
     tmp.rename(target)
+
+
+def _install_extra(python: str, requirements: str) -> None:
+    """The operator's requirements, with the pins as constraints (so no pinned version moves)."""
+    pins = requirement_lines(PINS.read_text(encoding='utf-8'))
+    with tempfile.NamedTemporaryFile('w', suffix='.txt', encoding='utf-8') as constraints:
+        # A constraints file may not name extras: `math-verify[antlr4-13-2]==0.9.0` -> `math-verify==0.9.0`.
+        constraints.write(''.join(re.sub(r'\[[^\]]*\]', '', line) + '\n' for line in pins))
+        constraints.flush()
+        _run(_pip(python, '-r', requirements, '-c', constraints.name), 'install the extra requirements')
 
 
 def _link_or_copy(src: str, dst: str) -> None:
@@ -147,6 +159,8 @@ def _assemble(spec: RuntimeSpec, env_dir: Path, target: Path) -> None:
     shutil.copytree(env_dir, tmp, symlinks=True, copy_function=_link_or_copy)
     os.unlink(tmp / COMPLETE)
     python = python_of(tmp)
+    if spec.requirements:
+        _install_extra(python, spec.requirements)
     files: list[str] = []
     sources = module_sources(spec.modules)
     if sources:
@@ -198,12 +212,15 @@ def build(spec: RuntimeSpec) -> RuntimeInfo:
                 pass
             _remove_leftovers(root)
             env_dir = root / f'env-{env_key(spec)[:16]}'
-            if not (env_dir / COMPLETE).exists():
-                shutil.rmtree(env_dir, ignore_errors=True)
-                started = time.monotonic()
-                _build_env(spec, env_dir)
-                logger.info('built %s in %.1f s', env_dir, time.monotonic() - started)
-            _assemble(spec, env_dir, target)
+            try:
+                if not (env_dir / COMPLETE).exists():
+                    shutil.rmtree(env_dir, ignore_errors=True)
+                    started = time.monotonic()
+                    _build_env(spec, env_dir)
+                    logger.info('built %s in %.1f s', env_dir, time.monotonic() - started)
+                _assemble(spec, env_dir, target)
+            finally:
+                _remove_leftovers(root)  # what a failed step left
             return read_manifest(target)
     finally:
         os.umask(old_umask)
