@@ -6,7 +6,7 @@ PIP := $(VENV)/bin/pip
 STAMP := $(VENV)/.installed
 BASE_PYTHON ?= $(shell command -v python3.11 >/dev/null 2>&1 && python3.11 -c 'import sys;print(sys.executable)' || python3 -c 'import sys;print(sys.executable)')
 
-.PHONY: install run test test-deploy test-image test-verl test-rlinf test-client lint typecheck format bench soak clean system-deps
+.PHONY: install runtime run test test-deploy test-image test-verl test-rlinf test-client lint typecheck format bench soak clean system-deps
 
 system-deps:
 	@scripts/system-deps.sh
@@ -20,10 +20,15 @@ $(STAMP): pyproject.toml
 
 install: $(STAMP)
 
-run: install
+# The submission runtime (judge/runtime/requirements.txt): built once per set of pins, operator
+# requirements and modules (JUDGE_RUNTIME_*), under /opt/judge-runtime; a fast no-op when built.
+runtime: install
+	@$(PY) -m judge.runtime.build
+
+run: install runtime
 	$(PY) -m scripts.stack
 
-test: install
+test: install runtime
 	@scripts/system-deps.sh --test
 	$(PY) -m pytest
 

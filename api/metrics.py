@@ -19,6 +19,7 @@ aggregates all of them (prometheus_client's multiprocess mode; no process/GC met
 
 from __future__ import annotations
 
+import json
 import logging
 import os
 from collections import Counter as Tally
@@ -40,7 +41,7 @@ from prometheus_client.registry import Collector
 
 from api.deps import GatewayDep
 from api.status import queue_lengths
-from judge.contracts import Submission
+from judge.contracts import NODE_INFO_KEY, Submission
 
 logger = logging.getLogger('api.metrics')
 
@@ -95,6 +96,36 @@ class _QueueDepth(Collector):
 _queue_depth = _QueueDepth()
 
 
+class _RuntimeInfo(Collector):
+    """Each node's submission runtime (from its node info in Redis, read by the `/metrics` route)."""
+
+    def __init__(self) -> None:
+        self.nodes: dict[str, dict[str, Any]] = {}
+
+    def collect(self) -> Iterable[GaugeMetricFamily]:
+        info = GaugeMetricFamily(
+            'judge_runtime_info',
+            'Submission runtime of each worker node: digest, interpreter and version (value 1)',
+            labels=['node', 'digest', 'python', 'python_version', 'managed'],
+        )
+        packages = GaugeMetricFamily(
+            'judge_runtime_package_info',
+            "Package versions of each worker node's submission runtime (value 1)",
+            labels=['node', 'package', 'version'],
+        )
+        for node, data in sorted(self.nodes.items()):
+            runtime = data.get('runtime') or {}
+            labels = [str(runtime.get(k) or '') for k in ('digest', 'python', 'python_version')]
+            info.add_metric([node, *labels, str(bool(runtime.get('managed'))).lower()], 1.0)
+            for name, version in sorted((runtime.get('packages') or {}).items()):
+                packages.add_metric([node, str(name), str(version)], 1.0)
+        yield info
+        yield packages
+
+
+_runtime_info = _RuntimeInfo()
+
+
 def _scrape_registry() -> CollectorRegistry:
     if os.environ.get('PROMETHEUS_MULTIPROC_DIR'):
         from prometheus_client import multiprocess
@@ -104,6 +135,7 @@ def _scrape_registry() -> CollectorRegistry:
     else:
         registry = REGISTRY
     registry.register(_queue_depth)
+    registry.register(_runtime_info)
     return registry
 
 
@@ -135,6 +167,10 @@ def record(route: str, subs: Sequence[Submission], results: Sequence[dict[str, A
         INFRA_FAILURES.labels(route, reason).inc(n)
 
 
+def _text(value: bytes | str) -> str:
+    return value.decode() if isinstance(value, bytes) else value
+
+
 router = APIRouter()
 
 
@@ -146,4 +182,9 @@ async def metrics(gateway: GatewayDep) -> Response:
     except Exception as exc:
         logger.warning('metrics: broker unreachable: %s', exc)
         _queue_depth.lengths = None
+    try:
+        raw = await gateway.redis.hgetall(NODE_INFO_KEY)
+        _runtime_info.nodes = {_text(k): json.loads(v) for k, v in raw.items()}
+    except Exception as exc:  # the queue depth above already reports the broker's state
+        logger.debug('metrics: no node info: %s', exc)
     return Response(generate_latest(_registry), media_type=CONTENT_TYPE_LATEST)

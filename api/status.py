@@ -80,4 +80,7 @@ async def collect_status(gateway: Gateway) -> dict[str, Any]:
     out['num_nodes'] = len(nodes)
     tiers = sorted({n['tier'] for n in nodes if n.get('tier')})
     out['isolation'] = tiers[0] if len(tiers) == 1 else tiers
+    # Nodes whose submission runtimes differ show at a glance: one digest, or the list of them.
+    digests = sorted({str((n.get('runtime') or {}).get('digest') or '') for n in nodes} - {''})
+    out['runtime'] = digests[0] if len(digests) == 1 else digests
     return out

@@ -31,6 +31,8 @@ Environment (deploy/judge.env.example lists all of it):
   REDIS_URI             the master's Redis, e.g. redis://10.0.0.1:6379/0 (required)
   JUDGE_PYTHON          Python with the judge installed (python3)
   MAX_EXECUTION_TIME ... read by the worker (judge/settings.py); must match the gateway's
+  JUDGE_RUNTIME_*       the submission runtime's root, extra requirements and operator modules;
+                        built (or found) before the worker starts
 
 Example (rStar2-Agent's worker nodes, 64 cores: 16 instances of 4 processes each):
   REDIS_URI=redis://$MASTER_ADDR:6379/0 MAX_EXECUTION_TIME=4 deploy/worker.sh
@@ -133,6 +135,16 @@ fi
 
 if [ "$(id -u)" != 0 ]; then
     echo "worker.sh: not root: only the 'none' sandbox tier is possible (needs JUDGE_ALLOW_UNSAFE=1)" >&2
+fi
+
+# The submission runtime (README "Submission runtime"): built once from the pins and the operator's
+# JUDGE_RUNTIME_REQUIREMENTS / JUDGE_RUNTIME_MODULES, found again at once on later starts (a lock
+# makes concurrent starts of several instances build it once).
+if [ "$mode" = run ] || [ "$mode" = one ]; then
+    if ! "$python" -m judge.runtime.build; then
+        echo "worker.sh: the submission runtime could not be built (see above)" >&2
+        exit 1
+    fi
 fi
 
 # Each instance has its own node name (Celery expands %h to the host name; names must be unique in

@@ -175,6 +175,9 @@ class JudgeResult(BaseModel):
     stderr_truncated: bool = False
     error: str | None = Field(default=None, description='infrastructure error detail (internal_error only)')
     toolchain: str | None = Field(default=None, description='version of the compiler or interpreter used')
+    runtime: str | None = Field(
+        default=None, description='digest of the submission runtime it ran in (pins and interpreter; see /status)'
+    )
     compile_cached: bool | None = Field(default=None, description='compiled languages: the compile cache hit')
     compile: CompileInfo | None = None
 

@@ -116,6 +116,7 @@ class Runner:
             'compile_cached': compiled.cached,
             'compile': self._compile_info(compiled),
             'toolchain': executor.version(),
+            'runtime': self.toolchain.runtime or None,
         }
 
     def _fold(
@@ -168,6 +169,7 @@ class Runner:
             out['compile_cached'] = compiled.cached
             out['compile'] = self._compile_info(compiled)
         out['toolchain'] = executor.version()
+        out['runtime'] = self.toolchain.runtime or None
         return out
 
 

@@ -25,6 +25,13 @@ def _default_python() -> str:
     return os.path.realpath(sys.executable)
 
 
+def _default_runtime_root() -> str:
+    # Under /opt: readable by the slot uids in every jail tier (the namespaces tier hides home dirs).
+    if os.geteuid() == 0:
+        return '/opt/judge-runtime'
+    return os.path.join(os.path.expanduser('~'), '.cache', 'judge-runtime')
+
+
 def _default_cxx() -> str:
     found = shutil.which('g++') or '/usr/bin/g++'
     return os.path.realpath(found)
@@ -62,10 +69,23 @@ class Settings(BaseSettings):
     max_batch_chunk_size: int = Field(2, ge=0, validation_alias=_env('MAX_BATCH_CHUNK_SIZE'))
     max_long_batch_chunk_size: int = Field(100, ge=0, validation_alias=_env('MAX_LONG_BATCH_CHUNK_SIZE'))
     error_case_save_path: str = Field('', validation_alias=_env('ERROR_CASE_SAVE_PATH'))
-    python_executor_path: str = Field(default_factory=_default_python, validation_alias=_env('PYTHON_EXECUTOR_PATH'))
+    python_executor_path: str = Field('', validation_alias=_env('PYTHON_EXECUTOR_PATH'))
+    """Interpreter of Python submissions; empty (the default): the managed runtime's (`judge.runtime`),
+    or the system's `python3` when that runtime is not built (the worker then warns)."""
     cpp_compiler_path: str = Field(default_factory=_default_cxx, validation_alias=_env('CPP_COMPILER_PATH'))
 
     # --- ours ---
+    runtime_root: str = Field(default_factory=_default_runtime_root, validation_alias=_env('JUDGE_RUNTIME_ROOT'))
+    """Where managed submission runtimes are built (`judge.runtime`)."""
+    runtime_base_python: str = Field(
+        default_factory=_default_python, validation_alias=_env('JUDGE_RUNTIME_BASE_PYTHON')
+    )
+    """The interpreter the managed runtime is made from (must be readable by the slot uids)."""
+    runtime_requirements: str = Field('', validation_alias=_env('JUDGE_RUNTIME_REQUIREMENTS'))
+    """An extra pip requirements file for the runtime (installed with the pins as constraints)."""
+    runtime_modules: str = Field('', validation_alias=_env('JUDGE_RUNTIME_MODULES'))
+    """Directories (``:``-separated) of the operator's modules (e.g. a reward scorer), copied into the
+    runtime and importable by submissions."""
     python_mode: Literal['warm', 'fresh'] = Field('warm', validation_alias=_env('JUDGE_PYTHON_MODE'))
     """`warm`: fork a pre-started interpreter per submission; `fresh`: start `python3 -I file.py`."""
     python_preload: str = Field(DEFAULT_PYTHON_PRELOAD, validation_alias=_env('JUDGE_PYTHON_PRELOAD'))
@@ -120,6 +140,12 @@ class Settings(BaseSettings):
     def _derived(self) -> Settings:
         if self.max_workers == 0:
             self.max_workers = os.cpu_count() or 1
+        if self.runtime_requirements:
+            self.runtime_requirements = os.path.abspath(self.runtime_requirements)
+        dirs = (p for p in self.runtime_modules.split(os.pathsep) if p)
+        self.runtime_modules = os.pathsep.join(os.path.abspath(p) for p in dirs)
+        if not self.python_executor_path:
+            self.python_executor_path = _managed_python(self)
         floor = 3600 + self.max_process_time
         if self.long_batch_max_queue_wait_time is None:
             self.long_batch_max_queue_wait_time = floor
@@ -150,6 +176,15 @@ class Settings(BaseSettings):
     def task_time_limit_s(self) -> float:
         """Celery hard limit: the backstop after the soft limit."""
         return self.task_soft_time_limit_s + 10
+
+
+def _managed_python(settings: Settings) -> str:
+    from judge import runtime  # here: the runtime package reads settings too
+
+    try:
+        return runtime.locate(runtime.RuntimeSpec.from_settings(settings)).python
+    except runtime.RuntimeMissing:
+        return _default_python()
 
 
 @functools.lru_cache(maxsize=1)

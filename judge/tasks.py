@@ -25,6 +25,7 @@ from judge.executors import EXECUTORS, Toolchain
 from judge.packedcalls import PackedCalls
 from judge.redisconn import sync_client
 from judge.runner import Runner, RunnerConfig
+from judge.runtime import describe_runtime
 from judge.sandbox.client import SandboxError, SlotClient, SlotConfig
 from judge.sandbox.slots import claim_slot
 from judge.settings import Settings, get_settings
@@ -72,6 +73,7 @@ class _Slot:
     lock_fd: int | None = None
     node_name: str | None = None
     error_cases: ErrorCaseWriter | None = None
+    runtime: dict[str, Any] = {}
 
 
 def _cache_dir(settings: Settings) -> str:
@@ -113,6 +115,7 @@ def build_runner(settings: Settings) -> Runner:
     )
     client.ensure_started()
     _Slot.client = client
+    _Slot.runtime = describe_runtime(settings.python_executor_path)
     toolchain = Toolchain(
         python=settings.python_executor_path,
         cxx=settings.cpp_compiler_path,
@@ -120,6 +123,7 @@ def build_runner(settings: Settings) -> Runner:
         cache_dir=cache_dir,
         compile_time_s=settings.compile_time_limit,
         compile_memory_mb=settings.compile_memory_mb,
+        runtime=_Slot.runtime.get('digest') or '',
     )
     config = RunnerConfig(
         time_s=settings.max_execution_time,
@@ -260,6 +264,7 @@ def _publish_node_info(runner: Runner) -> None:
         'sandbox': client.detail,
         'python_mode': runner.toolchain.python_mode,
         'toolchains': {lang: runner.executor(lang).version() for lang in EXECUTORS},
+        'runtime': _Slot.runtime,
         'updated_at': time.time(),
     }
     _redis().hset(NODE_INFO_KEY, _Slot.node_name or socket.gethostname(), json.dumps(info))

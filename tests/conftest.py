@@ -10,7 +10,7 @@ from pathlib import Path
 
 import pytest
 
-from tests.services import Service, start_gateway, start_redis, start_worker
+from tests.services import RUNTIME_MODULES, Service, ensure_runtime, start_gateway, start_redis, start_worker
 
 TIME_LIMIT_S = 4  # rStar2-Agent's MAX_EXECUTION_TIME
 
@@ -39,8 +39,11 @@ def stack_env(redis_url: str, work_root: Path) -> dict[str, str]:
             'JUDGE_WORK_ROOT': str(work_root),
             'JUDGE_CACHE_DIR': str(work_root / 'cache'),
             'JUDGE_LOG_SUBMISSIONS': '1',  # the fault and tracing tests read the per-submission lines
+            # The operator's modules: the example scorer and a misbehaving one (test_runtime, test_mathreward).
+            'JUDGE_RUNTIME_MODULES': RUNTIME_MODULES,
         }
     )
+    ensure_runtime(env)
     return env
 
 

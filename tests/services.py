@@ -14,6 +14,20 @@ from scripts.stack import free_port, gateway_command, redis_command, wait_port, 
 ROOT = Path(__file__).resolve().parent.parent
 SERVER_PYTHON = os.environ.get('JUDGE_SERVER_PYTHON') or sys.executable
 """Python that runs the worker and gateway (framework and client venvs point it at the server's venv)."""
+RUNTIME_MODULES = os.pathsep.join(str(ROOT / p) for p in ('deploy/runtime-modules', 'tests/runtime_modules'))
+_built: set[str] = set()
+
+
+def ensure_runtime(env: dict[str, str]) -> None:
+    """Build the submission runtime ``env`` describes (`make test` built the plain one; this adds the
+    operator modules layer, a linked copy), once per distinct set of runtime settings."""
+    key = repr(sorted((k, v) for k, v in env.items() if k.startswith('JUDGE_RUNTIME_')))
+    if key in _built:
+        return
+    out = subprocess.run([SERVER_PYTHON, '-m', 'judge.runtime.build'], env=env, capture_output=True, text=True)
+    if out.returncode != 0:
+        raise RuntimeError(f'the submission runtime could not be built:\n{out.stderr[-3000:]}')
+    _built.add(key)
 
 
 class Service:

@@ -261,6 +261,7 @@ def test_worker_script_needs_redis_uri_and_names_instances() -> None:
         assert flag in text, flag
     assert '-n "judge-$i@$node"' in text and '-n "judge-$only@$node"' in text
     assert '-c "${sizes[$i - 1]}"' in text and '-c "$MAX_WORKERS"' in text
+    assert '"$python" -m judge.runtime.build' in text, 'the node builds (or finds) its submission runtime'
     env = {k: v for k, v in os.environ.items() if k != 'REDIS_URI'}
     run = subprocess.run([str(DEPLOY / 'worker.sh')], capture_output=True, text=True, timeout=10, env=env)
     assert run.returncode == 2 and 'REDIS_URI' in run.stderr, run
@@ -383,7 +384,9 @@ def test_dockerfile() -> None:
     packages = {p.rstrip('*') for p in project['packages']['find']['include']}
     modules = {f'{m}.py' for m in project['py-modules']}
     assert packages | modules <= set(sources), f'the image misses {packages | modules - set(sources)}'
-    assert 'PYTHON_EXECUTOR_PATH=/usr/bin/python3' in text and 'JUDGE_PYTHON=/opt/judge/bin/python' in text
+    assert 'JUDGE_PYTHON=/opt/judge/bin/python' in text
+    assert 'PYTHON_EXECUTOR_PATH' not in re.sub(r'#.*', '', text), 'submissions run in the managed runtime'
+    assert re.search(r'^RUN python -m judge\.runtime\.build$', text, re.M), 'the image builds the submission runtime'
     assert re.search(r'^CMD \["uvicorn", "api\.main:app", ', text, re.M)
 
 

@@ -113,10 +113,15 @@ def image(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Image]:
 
 
 def test_user_code_runs_in_the_image_with_its_python(image: Image) -> None:
-    probe = "import sys\nprint(sys.executable)\nprint(open('/usr/share/judge-image-id').read().strip())\n"
+    probe = (
+        'import sys, sympy\nprint(sys.executable)\nprint(sys.base_prefix)\n'
+        "print(open('/usr/share/judge-image-id').read().strip())\n"
+    )
     result = post(image.url, '/run', {'type': 'python', 'solution': probe}, timeout_s=60)
     assert result['success'], json.dumps(result)
-    assert result['stdout'].split() == ['/usr/bin/python3', image.marker], result
+    executable, base, marker = result['stdout'].split()
+    assert executable.startswith('/opt/judge-runtime/') and base == '/usr', result  # the runtime, a venv of Debian's
+    assert marker == image.marker, result
     assert 'tier namespaces' in image.worker.log() or 'tier landlock' in image.worker.log(), image.worker.log()[-2000:]
 
 

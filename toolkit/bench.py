@@ -14,6 +14,9 @@ Scenarios (every result is checked; the exit status is 1 if any is wrong):
   worker (+ sandbox) from ``/proc`` (``--cpu-match`` / ``--cpu-root`` select the processes), and with
   ``--redis-url`` reports Redis ``used_memory`` before and after (results must be cleaned up).
   ``make soak`` runs 45,000 against a private stack.
+* ``math``: rStar-style sympy/numpy/itertools tool calls, every answer checked, and trivial Python,
+  against the bare spawn rates of ``python -c "import sympy, numpy"`` and ``python3 -I -S`` in the
+  node's submission runtime, measured in the same run (`toolkit.benchmath`).
 * ``all``: longbatch, rstar, latency.
 
 ``--cpu`` adds the whole stack's CPU per submission from ``/proc/<pid>/stat`` (utime+stime+cutime+
@@ -36,6 +39,7 @@ from collections.abc import Awaitable, Callable
 from pathlib import Path
 from typing import Any
 
+from toolkit.benchmath import math_scenario
 from toolkit.client import DEFAULT_BASE_URL, JudgeClient
 from toolkit.errors import ToolkitError
 from toolkit.models import Result, Submission
@@ -312,6 +316,7 @@ SCENARIOS: dict[str, Scenario] = {
     'latency': latency,
     'toolcalls': toolcalls,
     'soak': soak,
+    'math': math_scenario,
 }
 
 
@@ -323,7 +328,7 @@ async def run_scenario(name: str, args: argparse.Namespace) -> dict[str, Any]:
             out = await SCENARIOS[name](client, args)
         except ToolkitError as e:
             out = {'n': args.n, 'wrong': args.n, 'error': str(e)}
-    if args.cpu:
+    if args.cpu and name != 'math':  # math reports the CPU of each of its phases itself
         used = cpu_delta(before, cpu_snapshot(args.cpu_match, args.cpu_root))
         per_sub = {f'cpu_ms_per_sub_{k}': v * 1000 / args.n for k, v in sorted(used.items())}
         out |= per_sub | {'cpu_ms_per_sub_total': sum(per_sub.values())}
@@ -359,6 +364,9 @@ def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
     parser.add_argument('--agents', type=int, default=1024, help='soak: concurrent callers (rollouts)')
     parser.add_argument('--redis-url', default=None, help="soak: the stack's Redis, for used_memory before/after")
     parser.add_argument('--sample-s', type=float, default=0.5, help='soak: RSS sampling period')
+    parser.add_argument('--runtime-python', default='', help="math: the runtime's python (default: from /status)")
+    parser.add_argument('--spawn-n', type=int, default=40, help='math: bare spawns per measurement')
+    parser.add_argument('--spawn-concurrency', type=int, default=0, help='math: concurrent spawns (0: the workers)')
     args = parser.parse_args(argv)
     if args.n < 1:
         parser.error('--n must be >= 1')

@@ -1,5 +1,7 @@
 """Judge a JSONL file of submissions offline: ``python -m toolkit.evaluate in.jsonl -o out.jsonl``.
 
+With ``--math``, grade a JSONL file of answers against references instead (`toolkit.matheval`).
+
 Each input line is a ``Submission`` object (``type``, ``solution``, optional ``input``,
 ``expected_output``, ``sub_id``); any other field (a dataset's ``id``, ``label``, ...) is copied
 into that line's output record, where the result's fields win on a name clash.  Submissions go to
@@ -41,13 +43,14 @@ class EvaluationError(Exception):
     """The input file cannot be used (missing, not JSONL, not submissions)."""
 
 
-def load_submissions(path: Path) -> list[dict[str, Any]]:
-    """Read and check every line of ``path`` before anything is sent; blank lines are skipped."""
+def read_objects(path: Path, what: str = 'submissions') -> list[tuple[int, dict[str, Any]]]:
+    """(line number, object) of every non-blank line of the JSONL file ``path``; `EvaluationError`
+    when it is unreadable, a line is not a JSON object, or there is none."""
     try:
         text = path.read_text(encoding='utf-8')
     except (OSError, UnicodeDecodeError) as e:
         raise EvaluationError(f'{path}: cannot read: {e}') from e
-    rows: list[dict[str, Any]] = []
+    rows: list[tuple[int, dict[str, Any]]] = []
     for lineno, line in enumerate(text.splitlines(), 1):
         if not line.strip():
             continue
@@ -57,14 +60,21 @@ def load_submissions(path: Path) -> list[dict[str, Any]]:
             raise EvaluationError(f'{path}:{lineno}: not JSON: {e}') from e
         if not isinstance(row, dict):
             raise EvaluationError(f'{path}:{lineno}: expected a JSON object, got {type(row).__name__}')
+        rows.append((lineno, row))
+    if not rows:
+        raise EvaluationError(f'{path}: no {what}')
+    return rows
+
+
+def load_submissions(path: Path) -> list[dict[str, Any]]:
+    """Read and check every line of ``path`` before anything is sent; blank lines are skipped."""
+    rows = read_objects(path)
+    for lineno, row in rows:
         if not isinstance(row.get('solution'), str):
             raise EvaluationError(f'{path}:{lineno}: field "solution" (a string) is required')
         if not isinstance(row.get('type'), str) or not row['type']:
             raise EvaluationError(f'{path}:{lineno}: field "type" (a language name, e.g. "python") is required')
-        rows.append(row)
-    if not rows:
-        raise EvaluationError(f'{path}: no submissions')
-    return rows
+    return [row for _, row in rows]
 
 
 class Progress:
@@ -244,6 +254,10 @@ def _parser() -> argparse.ArgumentParser:
 
 def main(argv: list[str] | None = None) -> int:
     """Entry point of ``python -m toolkit.evaluate``; returns the exit status."""
+    if '--math' in (sys.argv[1:] if argv is None else argv):  # answers against references
+        from toolkit.matheval import main as math_main
+
+        return math_main(argv)
     args = _parser().parse_args(argv)
     if args.batch_size < 1 or args.concurrency < 1:
         print('error: --batch-size and --concurrency must be >= 1', file=sys.stderr)

@@ -60,7 +60,8 @@ def _opt_str(data: Mapping[str, Any], key: str) -> str | None:
 class Result:
     """The gateway's ``SubmissionResult`` (or ``JudgeResult``: ``stdout``/``stderr`` stay ``None``).
 
-    The last three fields are filled in by the client: how many HTTP attempts it took, the
+    ``runtime`` is the digest of the submission runtime the program ran in.  The last three fields
+    are filled in by the client: how many HTTP attempts it took, the
     end-to-end latency seen by the caller and the size of the HTTP batch that answered.
     """
 
@@ -76,6 +77,7 @@ class Result:
     stdout_truncated: bool = False
     stderr_truncated: bool = False
     error: str | None = None
+    runtime: str | None = None
     attempts: int = 1
     latency_s: float = 0.0
     batch_size: int = 1
@@ -117,6 +119,7 @@ class Result:
             stdout_truncated=bool(data.get('stdout_truncated', False)),
             stderr_truncated=bool(data.get('stderr_truncated', False)),
             error=_opt_str(data, 'error'),
+            runtime=_opt_str(data, 'runtime'),
         )
 
     def to_json(self) -> dict[str, Any]:

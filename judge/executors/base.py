@@ -61,6 +61,8 @@ class Toolchain:
     """Size bound of the compile cache (artifacts of all languages); least recently used go first."""
     tools: dict[str, str] = field(default_factory=dict)
     """Explicit paths of tools by name (e.g. ``{'javac': '/opt/jdk/bin/javac'}``); else found on PATH."""
+    runtime: str = ''
+    """Digest of the submission runtime (`judge.runtime.RuntimeInfo.digest`), named in every result."""
 
 
 @dataclass

@@ -62,6 +62,16 @@ READ_PATHS = (
 HIDDEN_DIRS = ('/root', '/home', '/var/lib', '/var/log', '/var/cache', '/srv', '/mnt', '/media', '/run', '/boot')
 SCRATCH_DIRS = ('/tmp', '/var/tmp')
 PROJECT_DIR = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
+THREAD_VARS = (
+    'OMP_NUM_THREADS',
+    'OPENBLAS_NUM_THREADS',
+    'MKL_NUM_THREADS',
+    'BLIS_NUM_THREADS',
+    'VECLIB_MAXIMUM_THREADS',
+    'NUMEXPR_NUM_THREADS',
+    'NUMBA_NUM_THREADS',
+)
+"""Thread-count variables of BLAS/OpenMP/numexpr/numba, all set to 1 in the programs' environment."""
 WORK_TMPFS_MB = 256
 SHM_TMPFS_MB = 16
 
@@ -174,9 +184,12 @@ class Jail:
                 namespaces.mount(path, path, None, namespaces.MS_BIND)
         # Device nodes stay usable (/dev/null, /dev/urandom); DAC keeps the rest root-only.
         namespaces.remount_readonly_recursive('/', keep_writable=[*keep, *self.keep_writable], nodev=False)
-        visible = sorted({self.work_base, *self.keep_writable, *self.extra_read})
+        # The interpreter's prefixes (the submission runtime) stay visible, read-only, wherever they
+        # live; the directories around them are hidden all the same.
+        prefixes = {sys.prefix, sys.base_prefix} - {'/', '/usr'}
+        visible = sorted({self.work_base, *self.keep_writable, *self.extra_read, *prefixes})
         for path in (*HIDDEN_DIRS, PROJECT_DIR, *self.hide):
-            if os.path.isdir(path) and not _inside(sys.prefix, path):
+            if os.path.isdir(path):
                 _hide_keeping(path, [p for p in visible if _inside(p, path)])
         # Scratch space the host cannot see: empty, so no host Unix socket or file is reachable.
         for path in SCRATCH_DIRS:
@@ -231,8 +244,8 @@ class Jail:
             'LC_ALL': 'C.UTF-8',
             'PYTHONDONTWRITEBYTECODE': '1',
             'PYTHONIOENCODING': 'utf-8',
-            'OPENBLAS_NUM_THREADS': '1',
-            'OMP_NUM_THREADS': '1',
+            # One BLAS/OpenMP thread per submission: the slot's CPU share is one core.
+            **dict.fromkeys(THREAD_VARS, '1'),
         }
         env.update(self.extra_env)
         return env

@@ -1,0 +1,188 @@
+"""``python -m toolkit.bench math``: rStar-style math tool calls against the bare interpreter spawn rate.
+
+Four phases, in one run on one machine:
+
+* ``math``: N tool-call programs, six kinds in turn (sympy ``solve``, ``factorint``, ``summation``,
+  ``integrate``; numpy ``linalg.det``; stdlib ``itertools``), each with its own parameters and an
+  answer this benchmark computes itself (pure Python) and checks;
+* ``trivial``: N ``print(sum(range(10)))``;
+  both sent as ``--senders`` concurrent loops of ``--per-request`` submissions (rStar2-Agent's shape);
+* ``spawn``: the bare rate of ``python -c "import sympy, numpy"`` and of ``python3 -I -S -c pass`` in
+  the node's submission runtime (``--runtime-python``, default: the one ``/status`` names), with as many
+  concurrent spawns as the cluster has worker processes, measured before and after the judge phases
+  (their mean is used, so drift during the run counts on both sides).
+
+Reports submissions/s, the CPU per bare spawn and the two ratios the runtime is judged by: math rate /
+bare sympy+numpy rate, and trivial rate / bare ``-I -S`` rate.  With ``--cpu``, also the stack's CPU
+per submission of each judge phase and the same ratios from CPU (bare spawn CPU / judge CPU per
+submission): what the rates' ratios are on an otherwise idle machine, steadier on a shared one.
+"""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import math
+import os
+import resource
+import time
+from fractions import Fraction
+from typing import Any
+
+from toolkit.client import JudgeClient
+from toolkit.errors import ToolkitError
+from toolkit.models import Submission
+
+__all__ = ['math_case', 'math_scenario', 'spawn_rate']
+
+PRIMES = (2, 3, 5, 7, 11, 13, 17, 19, 23)
+
+
+def math_case(i: int) -> tuple[str, str]:
+    """The ``i``-th tool call (source) and its expected stdout (computed here, without sympy)."""
+    kind = i % 6
+    j = i // 6
+    if kind == 0:
+        a, b = -(j % 17) - 1, j % 23 + 1
+        src = f'import sympy as sp\nx = sp.symbols("x")\nprint(sorted(sp.solve(x**2 - ({a + b})*x + ({a * b}), x)))'
+        return src, f'[{a}, {b}]'
+    if kind == 1:
+        exps = [(p, (j + k) % 3) for k, p in enumerate(PRIMES[: 3 + j % 6])]
+        n = math.prod(p**e for p, e in exps) * PRIMES[j % len(PRIMES)]
+        factors: dict[int, int] = {}
+        left = n
+        for p in PRIMES:
+            while left % p == 0:
+                factors[p] = factors.get(p, 0) + 1
+                left //= p
+        return f'import sympy as sp\nprint(sorted(sp.factorint({n}).items()))', str(sorted(factors.items()))
+    if kind == 2:
+        n = 10 + j % 90
+        src = (
+            f'import sympy as sp\nk = sp.symbols("k", integer=True)\nprint(sp.summation(k**2 + {j % 5}*k, (k, 1, {n})))'
+        )
+        return src, str(n * (n + 1) * (2 * n + 1) // 6 + (j % 5) * n * (n + 1) // 2)
+    if kind == 3:
+        m, c = 1 + j % 4, 1 + j % 5
+        src = f'import sympy as sp\nx = sp.symbols("x")\nprint(sp.integrate(x**{m}, (x, 0, {c})))'
+        return src, str(Fraction(c ** (m + 1), m + 1))
+    if kind == 4:
+        a, b, c, d = j % 7 + 2, j % 5 - 2, j % 3 + 1, j % 11 + 3
+        src = f'import numpy as np\nprint(round(np.linalg.det(np.array([[{a}, {b}], [{c}, {d}]], dtype=float))))'
+        return src, str(a * d - b * c)
+    n, k = 4 + j % 4, 2 + j % 3
+    src = f'import itertools\nprint(sum(1 for _ in itertools.permutations(range({n}), {k})))'
+    return src, str(math.perm(n, k))
+
+
+async def spawn_rate(argv: list[str], n: int, concurrency: int) -> dict[str, float]:
+    """Spawns per second of ``argv`` run ``n`` times, ``concurrency`` at once, and CPU ms per spawn."""
+    left = n
+    failures = 0
+
+    async def loop() -> None:
+        nonlocal left, failures
+        while left > 0:
+            left -= 1
+            proc = await asyncio.create_subprocess_exec(
+                *argv, stdout=asyncio.subprocess.DEVNULL, stderr=asyncio.subprocess.DEVNULL, env={}
+            )
+            failures += (await proc.wait()) != 0
+
+    cpu0 = resource.getrusage(resource.RUSAGE_CHILDREN)
+    start = time.perf_counter()
+    await asyncio.gather(*(loop() for _ in range(concurrency)))
+    wall_s = time.perf_counter() - start
+    cpu1 = resource.getrusage(resource.RUSAGE_CHILDREN)
+    cpu_s = cpu1.ru_utime + cpu1.ru_stime - cpu0.ru_utime - cpu0.ru_stime
+    if failures:
+        raise ToolkitError(f'{" ".join(argv)} failed {failures} times of {n}')
+    return {'per_s': n / wall_s, 'cpu_ms': cpu_s * 1000 / n}
+
+
+async def _send(client: JudgeClient, subs: list[Submission], expected: list[str], args: argparse.Namespace) -> int:
+    """Send ``subs`` as ``senders`` loops of ``per_request``; the number of wrong answers."""
+    order = list(range(0, len(subs), args.per_request))
+    wrong = 0
+
+    async def sender() -> None:
+        nonlocal wrong
+        while order:
+            i = order.pop()
+            results = await client.run_batch(subs[i : i + args.per_request], timeout_s=3600)
+            for res, want in zip(results, expected[i : i + args.per_request], strict=True):
+                wrong += not (res.ok and (res.stdout or '').strip() == want)
+
+    await asyncio.gather(*(sender() for _ in range(args.senders)))
+    return wrong
+
+
+async def _phase(client: JudgeClient, cases: list[tuple[str, str]], args: argparse.Namespace) -> dict[str, Any]:
+    from toolkit.bench import cpu_delta, cpu_snapshot
+
+    subs = [Submission(src) for src, _ in cases]
+    before = cpu_snapshot(args.cpu_match, args.cpu_root) if args.cpu else {}
+    start = time.perf_counter()
+    wrong = await _send(client, subs, [want for _, want in cases], args)
+    wall_s = time.perf_counter() - start
+    out: dict[str, Any] = {'per_s': len(cases) / wall_s, 'wrong': wrong}
+    if args.cpu:
+        used = cpu_delta(before, cpu_snapshot(args.cpu_match, args.cpu_root))
+        out['cpu_ms'] = sum(used.values()) * 1000 / len(cases)
+        out['sandbox_cpu_ms'] = used.get('sandbox', 0.0) * 1000 / len(cases)
+    return out
+
+
+async def _runtime(client: JudgeClient, args: argparse.Namespace) -> tuple[str, int]:
+    from toolkit.bench import _warm_up
+
+    await _warm_up(client)  # a worker answers: its node info is published
+    for _ in range(20):
+        status = await client.status()
+        nodes = status.get('nodes') or []
+        if nodes:
+            break
+        await asyncio.sleep(0.5)
+    python = args.runtime_python or next(
+        (n['runtime']['python'] for n in nodes if isinstance(n.get('runtime'), dict) and n['runtime'].get('python')), ''
+    )
+    if not python or not os.access(python, os.X_OK):
+        raise ToolkitError(f'no runtime python to spawn here ({python!r}): pass --runtime-python')
+    return python, int(status.get('num_workers') or 2)
+
+
+async def math_scenario(client: JudgeClient, args: argparse.Namespace) -> dict[str, Any]:
+    """The four phases (see the module docstring); ``wrong`` counts wrong answers of both judge phases."""
+    python, workers = await _runtime(client, args)
+    concurrency = args.spawn_concurrency or workers
+    heavy = [python, '-c', 'import sympy, numpy']
+    bare = [python, '-I', '-S', '-c', 'pass']
+    spawns = [await spawn_rate(heavy, args.spawn_n, concurrency), await spawn_rate(bare, args.spawn_n, concurrency)]
+    warm = [math_case(i) for i in range(6 * workers)]  # every kind once per slot, unmeasured
+    await _send(client, [Submission(src) for src, _ in warm], [w for _, w in warm], args)
+    math_phase = await _phase(client, [math_case(i) for i in range(args.n)], args)
+    trivial = await _phase(client, [('print(sum(range(10)))', '45')] * args.n, args)
+    spawns += [await spawn_rate(heavy, args.spawn_n, concurrency), await spawn_rate(bare, args.spawn_n, concurrency)]
+    heavy_rate = (spawns[0]['per_s'] + spawns[2]['per_s']) / 2
+    bare_rate = (spawns[1]['per_s'] + spawns[3]['per_s']) / 2
+    out: dict[str, Any] = {
+        'n': args.n,
+        'runtime_python': python,
+        'spawn_concurrency': concurrency,
+        'math_per_s': math_phase['per_s'],
+        'trivial_per_s': trivial['per_s'],
+        'bare_sympy_numpy_spawn_per_s': heavy_rate,
+        'bare_python_IS_spawn_per_s': bare_rate,
+        'ratio_math_vs_bare_sympy_numpy': math_phase['per_s'] / heavy_rate,
+        'ratio_trivial_vs_bare_python_IS': trivial['per_s'] / bare_rate,
+        'bare_sympy_numpy_cpu_ms': (spawns[0]['cpu_ms'] + spawns[2]['cpu_ms']) / 2,
+        'bare_python_IS_cpu_ms': (spawns[1]['cpu_ms'] + spawns[3]['cpu_ms']) / 2,
+        'wrong': math_phase['wrong'] + trivial['wrong'],
+        'wrong_math': math_phase['wrong'],
+    }
+    for name, phase in (('math', math_phase), ('trivial', trivial)):
+        out |= {f'{name}_{k}': v for k, v in phase.items() if k.endswith('cpu_ms')}
+    if args.cpu:  # CPU per submission against CPU per bare spawn: the rates' ratio on an idle machine
+        out['cpu_ratio_math_vs_bare_sympy_numpy'] = out['bare_sympy_numpy_cpu_ms'] / math_phase['cpu_ms']
+        out['cpu_ratio_trivial_vs_bare_python_IS'] = out['bare_python_IS_cpu_ms'] / trivial['cpu_ms']
+    return out
