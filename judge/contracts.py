@@ -2,8 +2,8 @@
 
 The HTTP shapes are upstream code-judge's (see the README's API section); every field we add is
 additive and optional for clients.  `Job` is what the gateway sends a worker for one submission and
-`ResultDict` what comes back, built only by `judge.results`.  Nothing here imports Celery or any
-other part of the judge.
+`ResultDict` what comes back, built only by `judge.results`.  Nothing here imports Celery; of the
+judge, only the checker names (`judge.checker`, pure).
 """
 
 from __future__ import annotations
@@ -13,6 +13,8 @@ import uuid
 from typing import Annotated, Literal, NotRequired, TypedDict, cast
 
 from pydantic import BaseModel, ConfigDict, Field, field_validator, model_validator
+
+from judge.checker import get_checker
 
 RUN_TASK = 'judge.run'
 """Celery task name of one submission; the gateway enqueues by this name."""
@@ -235,24 +237,6 @@ class StatusResult(BaseModel):
     num_workers: int
 
 
-CHECKERS = ('exact', 'strip', 'tokens', 'float:<tolerance>')
-
-
-def validate_checker(name: str) -> str:
-    """``name`` if it is a checker `judge.checker.get_checker` knows; ValueError otherwise."""
-    if name in ('exact', 'strip', 'tokens'):
-        return name
-    if name.startswith('float:'):
-        try:
-            tolerance = float(name.split(':', 1)[1])
-        except ValueError:
-            raise ValueError(f'bad tolerance in checker {name!r}') from None
-        if tolerance >= 0:  # also rejects nan
-            return name
-        raise ValueError('the tolerance of the float checker must be >= 0')
-    raise ValueError(f'unknown checker {name!r}; use one of {", ".join(CHECKERS)}')
-
-
 class TestCase(BaseModel):
     """One test of `/judge/tests`: stdin and the expected stdout."""
 
@@ -281,7 +265,8 @@ class JudgeTestsRequest(BaseModel):
     @field_validator('checker')
     @classmethod
     def _checker(cls, value: str) -> str:
-        return validate_checker(value)
+        get_checker(value)  # ValueError (422) for a name the workers would not know
+        return value
 
     @model_validator(mode='after')
     def _fill_id(self) -> JudgeTestsRequest:
