@@ -20,8 +20,7 @@ RUN_TASK = 'judge.run'
 """Celery task name of one submission; the gateway enqueues by this name."""
 
 Language = Literal['python', 'cpp', 'c', 'java', 'javascript', 'go', 'rust', 'bash']
-LANGUAGES: tuple[str, ...] = ('python', 'cpp', 'c', 'java', 'javascript', 'go', 'rust', 'bash')
-COMPILED_LANGUAGES: tuple[str, ...] = ('cpp', 'c', 'java', 'go', 'rust')
+"""A submission's `type`: the languages of `judge.executors.EXECUTORS` (a test keeps them equal)."""
 
 
 class ResultReason(enum.StrEnum):

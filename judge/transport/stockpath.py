@@ -32,6 +32,9 @@ from judge.transport.shard import Shard
 logger = logging.getLogger('judge.transport.stockpath')
 
 THREADS = 32
+JOIN_POLL_S = 0.005
+"""``join_native``'s ``interval``: Celery first reads every pending result (one MGET), then sleeps this
+long if any is missing before it waits for their pub/sub messages (0.5 s by default)."""
 
 
 class StockPath:
@@ -96,7 +99,12 @@ class StockWaiting:
         got: list[tuple[str, Any]] = []
         results = ResultSet([self.path.app.AsyncResult(task_id) for task_id in ids], app=self.path.app)
         try:
-            results.join_native(timeout=timeout_s, propagate=False, callback=lambda tid, v: got.append((tid, v)))
+            results.join_native(
+                timeout=timeout_s,
+                propagate=False,
+                interval=JOIN_POLL_S,
+                callback=lambda tid, v: got.append((tid, v)),
+            )
         except CeleryTimeout:
             pass
         return got
