@@ -2,7 +2,7 @@
 
 Every field has a working default, so nothing needs to be set to run locally.  Upstream's names
 (`REDIS_URI`, `MAX_EXECUTION_TIME`, ...) keep their meaning; our additions start with `JUDGE_`.
-Read only at the edges (`celeryconfig.py`, `api/main.py`, `judge/tasks.py`, `judge/worker.py`).
+Read only at the edges (`celeryconfig.py`, `api/main.py`, `judge/tasks.py`, `judge/transport/request.py`).
 """
 
 from __future__ import annotations

@@ -111,7 +111,8 @@ class StockWaiting:
 
     async def take(self, timeout_s: float, most: int) -> list[tuple[int, ResultDict]]:
         """Results that Celery stored within ``timeout_s``."""
-        if not self.pending:
+        if not self.pending:  # what is left was revoked or expired early (a worker's clock ahead)
+            await asyncio.sleep(timeout_s)
             return []
         got = await self.path._in_thread(self._join, list(self.pending), timeout_s)
         out: list[tuple[int, ResultDict]] = []
