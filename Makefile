@@ -4,18 +4,20 @@ VENV ?= .venv
 PY := $(VENV)/bin/python
 PIP := $(VENV)/bin/pip
 STAMP := $(VENV)/.installed
+# Exact versions of everything installed (README, "Upgrading dependencies"); `make lock` rewrites it.
+CONSTRAINTS := constraints.txt
 BASE_PYTHON ?= $(shell command -v python3.11 >/dev/null 2>&1 && python3.11 -c 'import sys;print(sys.executable)' || python3 -c 'import sys;print(sys.executable)')
 
-.PHONY: install runtime run test test-deploy test-image test-verl test-rlinf test-client lint typecheck format bench soak clean system-deps
+.PHONY: install runtime run test test-min test-deploy test-image test-verl test-rlinf test-client lint typecheck format bench soak clean system-deps lock
 
 system-deps:
 	@scripts/system-deps.sh
 
-$(STAMP): pyproject.toml
+$(STAMP): pyproject.toml $(CONSTRAINTS)
 	@$(MAKE) --no-print-directory system-deps
 	$(BASE_PYTHON) -m venv $(VENV)
-	$(PIP) install -q --upgrade pip
-	$(PIP) install -q -e '.[dev]'
+	$(PIP) install -q -c $(CONSTRAINTS) pip
+	$(PIP) install -q -c $(CONSTRAINTS) -e '.[dev]'
 	touch $(STAMP)
 
 install: $(STAMP)
@@ -85,6 +87,35 @@ test-client: install
 	JUDGE_CLIENT_ONLY=1 JUDGE_SERVER_PYTHON=$(CURDIR)/$(PY) $(CLIENT_VENV)/bin/pytest -p no:cacheprovider -q \
 		--import-mode=append tests/frameworks/test_client.py tests/test_toolkit_unit.py tests/test_toolkit.py
 
+# The lower bounds of pyproject.toml, tested: a fresh venv with every runtime dependency at its
+# minimum (scripts/lower_bounds.py; their own dependencies resolve freely), the test tools from the
+# lock, then the contract, unit, API and fault tests on both transport paths.
+MIN_VENV ?= .venv-min
+MIN_TESTS ?= tests/test_transport_contract.py tests/test_transport_packed.py tests/test_transport.py \
+	tests/test_results.py tests/test_units.py tests/test_api.py tests/test_judge_tests.py tests/test_faults.py \
+	tests/test_flower.py tests/test_metrics.py
+test-min:
+	@scripts/system-deps.sh --test
+	rm -rf $(MIN_VENV)
+	$(BASE_PYTHON) -m venv $(MIN_VENV)
+	$(MIN_VENV)/bin/pip install -q -c $(CONSTRAINTS) pip
+	$(BASE_PYTHON) scripts/lower_bounds.py > $(MIN_VENV)/lower-bounds.txt
+	$(MIN_VENV)/bin/pip install -q -c $(MIN_VENV)/lower-bounds.txt -e . \
+		$$(grep -iE '^(pytest|pytest-timeout|pluggy|iniconfig)==' $(CONSTRAINTS))
+	$(MIN_VENV)/bin/pip freeze --exclude-editable > $(MIN_VENV)/installed.txt
+	$(MIN_VENV)/bin/python -m pytest -p no:cacheprovider -q $(MIN_TESTS)
+
+# Re-resolve the newest versions pyproject.toml allows into constraints.txt (then: make install test).
+LOCK_VENV ?= .venv-lock
+lock:
+	rm -rf $(LOCK_VENV)
+	$(BASE_PYTHON) -m venv $(LOCK_VENV)
+	$(LOCK_VENV)/bin/pip install -q --upgrade pip
+	$(LOCK_VENV)/bin/pip install -q -e '.[dev]'
+	{ sed -n '1,2p' $(CONSTRAINTS); $(LOCK_VENV)/bin/pip freeze --all --exclude-editable | sort -f; } > $(CONSTRAINTS).new
+	mv $(CONSTRAINTS).new $(CONSTRAINTS)
+	rm -rf $(LOCK_VENV)
+
 lint: install
 	$(VENV)/bin/ruff check .
 	$(VENV)/bin/ruff format --check .
@@ -116,4 +147,4 @@ soak: install
 		--cpu --cpu-root $$stack --redis-url redis://127.0.0.1:$${ports[2]}/0
 
 clean:
-	rm -rf $(VENV) .venv-verl-* .venv-rlinf-* $(CLIENT_VENV) .pytest_cache .mypy_cache .ruff_cache build *.egg-info
+	rm -rf $(VENV) $(MIN_VENV) .venv-verl-* .venv-rlinf-* $(CLIENT_VENV) .pytest_cache .mypy_cache .ruff_cache build *.egg-info

@@ -1,24 +1,27 @@
 """Celery settings (lowercase names only), derived from `judge.settings`.
 
 Gateway and workers must share these: the same `sep`, `priority_steps` and serializer, or
-messages and priorities break (see celery.md).
+messages and priorities break (see celery.md).  What the transport path (``JUDGE_TRANSPORT``)
+changes comes from `judge.transport.config`.
 """
 
 from __future__ import annotations
 
 from kombu import Queue
 
-from judge.contracts import PRIORITY_BATCH, QUEUE_BATCH, QUEUE_LONG, QUEUE_RUN
-from judge.redisconn import celery_broker_options, is_sentinel
 from judge.settings import get_settings
+from judge.transport import config as transport
+from judge.transport.keys import PRIORITY_BATCH, QUEUE_BATCH, QUEUES
 
 _s = get_settings()
-_broker = celery_broker_options(_s)
+_wiring = transport.wiring(_s)
 
 broker_url = _s.redis_uri
-# kombu's Redis transport minus a redis-py client built per publish and per ack (see judge/broker.py)
-broker_transport = 'judge.broker:SentinelTransport' if is_sentinel(_s.redis_uri) else 'judge.broker:Transport'
-result_backend = None  # submissions reply on per-request lists, never through the result backend
+# fast: judge.transport.kombu_redis.Transport (a reused client, packed acks); stock: kombu's own.
+broker_transport = _wiring.broker_transport
+# The stock path's answers; the fast path answers on per-request reply lists and stores nothing here.
+result_backend = _s.redis_uri
+result_expires = _s.reply_ttl_s
 broker_connection_retry_on_startup = True
 broker_connection_max_retries = None
 broker_pool_limit = 32
@@ -44,6 +47,8 @@ worker_send_task_events = _s.task_events
 task_send_sent_event = False
 worker_hijack_root_logger = False
 worker_redirect_stdouts = False
+# fast: judge.transport.consumer.Consumer (coalesced event flushes); stock: Celery's.
+worker_consumer = _wiring.worker_consumer
 
 task_soft_time_limit = _s.task_soft_time_limit_s
 task_time_limit = _s.task_time_limit_s
@@ -52,31 +57,14 @@ task_default_queue = QUEUE_BATCH
 task_default_priority = PRIORITY_BATCH  # Redis: an unset priority would be 0 = the highest
 task_create_missing_queues = True
 # `celery -A judge worker` consumes all three, checked in this order (queue_order_strategy).
-task_queues = tuple(Queue(name, routing_key=name) for name in (QUEUE_RUN, QUEUE_BATCH, QUEUE_LONG))
+task_queues = tuple(Queue(name, routing_key=name) for name in QUEUES)
 
 # A node that vanishes gives its unacked tasks back after this; it must exceed the longest
 # execution of one task (compile + run + margin), or a slow task would run twice.
-_visibility_timeout_s = int(_s.visibility_timeout_s or max(120, 2 * _s.task_time_limit_s))
-broker_transport_options = {
-    # One list per queue: the queues' order above is the priority (BRPOP takes from the first
-    # non-empty key it names).  Each BRPOP then names 3 keys, not 30 (one per priority step and
-    # queue); the worker re-issues it after every message, and packing 30 keys was ~10% of its
-    # main process.  Messages still carry their priority (1/4/7), unused by this transport.
-    'priority_steps': [0],
-    'sep': ':',
-    'queue_order_strategy': 'priority',
-    'visibility_timeout': _visibility_timeout_s,
-    'unacked_restore_interval': 5,
-    'unacked_restore_throttle': 1,
-    'socket_timeout': 30,
-    'socket_connect_timeout': 5,
-    'health_check_interval': 25,
-}
-if 'master_name' in _broker:  # Redis Sentinel
-    broker_transport_options['master_name'] = _broker['master_name']
-if 'broker_use_ssl' in _broker:  # rediss:// with verified certificates
-    broker_use_ssl = _broker['broker_use_ssl']
-visibility_timeout = _visibility_timeout_s
-
-# Task events are coalesced into one publish per 50 ms (see judge/consumer.py).
-worker_consumer = 'judge.consumer:Consumer'
+visibility_timeout = int(_s.visibility_timeout_s or max(120, 2 * _s.task_time_limit_s))
+broker_transport_options = transport.broker_transport_options(_s, visibility_timeout)
+result_backend_transport_options = {k: v for k, v in broker_transport_options.items() if k == 'master_name'}
+_tls = transport.redis_tls(_s)
+if _tls:  # rediss:// with verified certificates
+    broker_use_ssl = _tls
+    redis_backend_use_ssl = _tls

@@ -11,9 +11,10 @@ from __future__ import annotations
 import collections
 import logging
 import re
-from typing import Any
 
 from fastapi import Request
+
+from judge.contracts import ResultDict, RunPayload
 
 logger = logging.getLogger('api.access')
 
@@ -31,12 +32,12 @@ def trace_id(request: Request) -> str:
     return ''
 
 
-def log_request(path: str, label: str, subs: list[Any], results: list[dict[str, Any]], elapsed_s: float) -> None:
+def log_request(path: str, label: str, subs: list[RunPayload], results: list[ResultDict], elapsed_s: float) -> None:
     """Log the request's outcome (INFO), with up to 100 of its sub_ids."""
     if not logger.isEnabledFor(logging.INFO):
         return
     verdicts = collections.Counter(str(r.get('verdict')) for r in results)
-    ids = [str(s.sub_id) for s in subs[:_MAX_LOGGED_IDS]]
+    ids = [str(s['sub_id']) for s in subs[:_MAX_LOGGED_IDS]]
     more = f' (+{len(subs) - _MAX_LOGGED_IDS} more)' if len(subs) > _MAX_LOGGED_IDS else ''
     logger.info(
         '%s batch=%s n=%d elapsed=%.3fs verdicts=%s sub_ids=%s%s',

@@ -5,12 +5,12 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Annotated
 
-import redis.asyncio as aioredis
 from celery import Celery
 from fastapi import Depends, Request
 
-from api.dispatch import Dispatcher, Route
 from judge.settings import Settings
+from judge.transport.gateway import Dispatcher
+from judge.transport.shard import Shard
 
 
 @dataclass
@@ -19,9 +19,10 @@ class Gateway:
 
     settings: Settings
     celery: Celery
-    redis: aioredis.Redis
+    shard: Shard
     dispatcher: Dispatcher
-    routes: dict[str, Route]
+    wait_s: dict[str, float]
+    """Deadline per lane name (`judge.transport.keys.LANES`)."""
 
 
 async def get_gateway(request: Request) -> Gateway:

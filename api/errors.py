@@ -1,4 +1,10 @@
-"""Error responses that never fail themselves."""
+"""Error responses that never fail themselves.
+
+The gateway has no exception tree of its own: a request it refuses gets an HTTP error before
+anything is enqueued (413/429 from `api.backpressure`, 422 here), and a submission the
+infrastructure could not judge is a result (`internal_error`, `queue_timeout`; the causes are
+`judge.errors`), never an exception to the client.
+"""
 
 from __future__ import annotations
 

@@ -11,31 +11,36 @@ from fastapi.exceptions import RequestValidationError
 from api import access, metrics
 from api.backpressure import BodyLimit, InFlight
 from api.deps import Gateway
-from api.dispatch import Dispatcher, routes_for
 from api.errors import validation_error
 from api.judge_tests import router as judge_tests_router
 from api.routes import router
 from judge.app import app as celery_app
-from judge.redisconn import async_client
 from judge.settings import get_settings
+from judge.transport.paths import close_dispatcher, open_dispatcher
+from judge.transport.shard import Shard
 from judge.version import VERSION
 
 
 @asynccontextmanager
 async def lifespan(app: FastAPI) -> AsyncIterator[None]:
     settings = get_settings()
-    client = async_client(settings)
+    shard = Shard.from_settings(settings)
+    dispatcher = open_dispatcher(celery_app, shard, settings.transport)
     app.state.gateway = Gateway(
         settings=settings,
         celery=celery_app,
-        redis=client,
-        dispatcher=Dispatcher(celery_app, client),
-        routes=routes_for(settings.max_queue_wait_time, settings.long_batch_wait_s),
+        shard=shard,
+        dispatcher=dispatcher,
+        wait_s={
+            'single': settings.max_queue_wait_time,
+            'batch': settings.max_queue_wait_time,
+            'long': settings.long_batch_wait_s,
+        },
     )
     try:
         yield
     finally:
-        await client.aclose()
+        await close_dispatcher(dispatcher)
 
 
 _settings = get_settings()

@@ -9,7 +9,7 @@ Per submission the gateway counts the verdict (by language and route), keeps inf
   reply and, for batches, waiting for the batch's slowest sibling, so it is an upper bound.
 
 Queue depth per queue and priority is read from Redis at scrape time (kombu keeps one list per
-priority step, see `api.status`), so every gateway process reports the same, current value.
+priority step, see `judge.transport.keys`), so every gateway process reports the same, current value.
 
 Several uvicorn workers: each process keeps its own counters, and a scrape reaches one of them.
 Either scrape each process separately, or set ``PROMETHEUS_MULTIPROC_DIR`` to an empty directory
@@ -19,7 +19,6 @@ aggregates all of them (prometheus_client's multiprocess mode; no process/GC met
 
 from __future__ import annotations
 
-import json
 import logging
 import os
 from collections import Counter as Tally
@@ -40,8 +39,7 @@ from prometheus_client.core import GaugeMetricFamily
 from prometheus_client.registry import Collector
 
 from api.deps import GatewayDep
-from api.status import queue_lengths
-from judge.contracts import NODE_INFO_KEY, Submission
+from judge.contracts import ResultDict, RunPayload
 
 logger = logging.getLogger('api.metrics')
 
@@ -142,33 +140,30 @@ def _scrape_registry() -> CollectorRegistry:
 _registry = _scrape_registry()
 
 
-def record(route: str, subs: Sequence[Submission], results: Sequence[dict[str, Any]], wall_s: float) -> None:
-    """Count and time one request's answered submissions (cheap: a few µs per submission)."""
+def record(route: str, subs: Sequence[RunPayload], results: Sequence[ResultDict], wall_s: float) -> None:
+    """Count and time one request's answered submissions."""
     BATCH_SIZE.labels(route).observe(len(subs))
     verdicts: Tally[tuple[str, str]] = Tally()
     infra: Tally[str] = Tally()
     wait = QUEUE_WAIT.labels(route)
     execution: dict[str, Histogram] = {}
     for sub, result in zip(subs, results, strict=True):
+        language = sub['type']
         reason = result.get('reason') or ''
-        verdicts[(sub.type, result.get('verdict') or reason or 'unknown')] += 1
+        verdicts[(language, result.get('verdict') or reason or 'unknown')] += 1
         if reason in INFRA_REASONS:
             infra[reason] += 1
             continue
         cost = float(result.get('cost') or 0.0)
-        hist = execution.get(sub.type)
+        hist = execution.get(language)
         if hist is None:
-            hist = execution[sub.type] = EXECUTION.labels(sub.type)
+            hist = execution[language] = EXECUTION.labels(language)
         hist.observe(cost)
         wait.observe(max(0.0, wall_s - cost))
     for (language, verdict), n in verdicts.items():
         SUBMISSIONS.labels(language, route, verdict).inc(n)
     for reason, n in infra.items():
         INFRA_FAILURES.labels(route, reason).inc(n)
-
-
-def _text(value: bytes | str) -> str:
-    return value.decode() if isinstance(value, bytes) else value
 
 
 router = APIRouter()
@@ -178,13 +173,12 @@ router = APIRouter()
 async def metrics(gateway: GatewayDep) -> Response:
     """Prometheus text exposition; queue depths are read from Redis now."""
     try:
-        _queue_depth.lengths = await queue_lengths(gateway.redis)
+        _queue_depth.lengths = await gateway.shard.queue_lengths()
     except Exception as exc:
         logger.warning('metrics: broker unreachable: %s', exc)
         _queue_depth.lengths = None
     try:
-        raw = await gateway.redis.hgetall(NODE_INFO_KEY)
-        _runtime_info.nodes = {_text(k): json.loads(v) for k, v in raw.items()}
+        _runtime_info.nodes = await gateway.shard.node_infos()
     except Exception as exc:  # the queue depth above already reports the broker's state
         logger.debug('metrics: no node info: %s', exc)
     return Response(generate_latest(_registry), media_type=CONTENT_TYPE_LATEST)

@@ -1,16 +1,11 @@
-"""`/status`: queue depth per queue and priority, live workers (answering now), node details."""
+"""`/status`: queue depth per queue, live workers (answering now), node details, the transport path."""
 
 from __future__ import annotations
 
 import asyncio
-import json
 import logging
 import time
 from typing import TYPE_CHECKING, Any
-
-import redis.asyncio as aioredis
-
-from judge.contracts import NODE_INFO_KEY, QUEUES
 
 if TYPE_CHECKING:
     from api.deps import Gateway
@@ -22,27 +17,6 @@ _CACHE_S = 1.0
 _cache: dict[str, Any] = {'at': 0.0, 'value': None}
 
 
-_PRIORITIES = range(10)
-
-
-def _priority_key(queue: str, priority: int) -> str:
-    # kombu's Redis transport keeps one list per priority step: `queue` for 0, `queue:N` otherwise
-    # (`sep` ':' in celeryconfig.py).  Its `priority_steps` are [0], so all lists but the first stay
-    # empty; they are counted anyway, for messages left by releases that used ten steps.
-    return f'{queue}:{priority}' if priority else queue
-
-
-async def queue_lengths(redis: aioredis.Redis) -> dict[tuple[str, int], int]:
-    """Messages waiting per (queue, priority), read in one pipelined round trip."""
-    pipe = redis.pipeline(transaction=False)
-    for queue in QUEUES:
-        for priority in _PRIORITIES:
-            pipe.llen(_priority_key(queue, priority))
-    lengths = await pipe.execute()
-    keys = [(queue, priority) for queue in QUEUES for priority in _PRIORITIES]
-    return {key: int(n) for key, n in zip(keys, lengths, strict=True)}
-
-
 def _live_workers(gateway: Gateway) -> dict[str, Any]:
     stats = gateway.celery.control.inspect(timeout=_INSPECT_TIMEOUT_S).stats() or {}
     return {node: s for node, s in stats.items() if isinstance(s, dict)}
@@ -50,15 +24,15 @@ def _live_workers(gateway: Gateway) -> dict[str, Any]:
 
 async def collect_status(gateway: Gateway) -> dict[str, Any]:
     """Build the `/status` answer; worker liveness is cached for a second."""
-    out: dict[str, Any] = {'queue': 0, 'num_workers': 0, 'broker': 'ok'}
+    out: dict[str, Any] = {'queue': 0, 'num_workers': 0, 'broker': 'ok', 'transport': gateway.dispatcher.path.name}
     try:
-        lengths = await queue_lengths(gateway.redis)
-        queues: dict[str, int] = dict.fromkeys(QUEUES, 0)
+        lengths = await gateway.shard.queue_lengths()
+        queues: dict[str, int] = {}
         for (queue, _), n in lengths.items():
-            queues[queue] += n
+            queues[queue] = queues.get(queue, 0) + n
         out['queues'] = queues
         out['queue'] = sum(queues.values())
-        info_raw = await gateway.redis.hgetall(NODE_INFO_KEY)
+        infos = await gateway.shard.node_infos()
     except Exception as exc:
         logger.warning('status: broker unreachable: %s', exc)
         out['broker'] = f'unreachable: {type(exc).__name__}'
@@ -68,7 +42,6 @@ async def collect_status(gateway: Gateway) -> dict[str, Any]:
         _cache['value'] = await asyncio.to_thread(_live_workers, gateway)
         _cache['at'] = now
     live: dict[str, Any] = _cache['value']
-    infos = {k.decode() if isinstance(k, bytes) else k: json.loads(v) for k, v in info_raw.items()}
     nodes = []
     for node, stats in sorted(live.items()):
         processes = len((stats.get('pool') or {}).get('processes') or [])

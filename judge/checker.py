@@ -5,6 +5,8 @@ from __future__ import annotations
 from collections.abc import Callable
 
 Checker = Callable[[str, str], bool]
+CHECKERS = ('exact', 'strip', 'tokens', 'float:<tolerance>')
+"""The checker names (`get_checker`)."""
 
 
 def check_strip(output: str, expected: str) -> bool:
@@ -52,8 +54,11 @@ def get_checker(name: str) -> Checker:
     if name == 'tokens':
         return check_tokens
     if name.startswith('float:'):
-        tolerance = float(name.split(':', 1)[1])
-        if not tolerance >= 0:
-            raise ValueError('tolerance must be >= 0')
+        try:
+            tolerance = float(name.split(':', 1)[1])
+        except ValueError:
+            raise ValueError(f'bad tolerance in checker {name!r}') from None
+        if not tolerance >= 0:  # also rejects nan
+            raise ValueError('the tolerance of the float checker must be >= 0')
         return make_float_checker(tolerance)
-    raise ValueError(f'unknown checker {name!r}')
+    raise ValueError(f'unknown checker {name!r}; use one of {", ".join(CHECKERS)}')

@@ -1,41 +1,26 @@
-"""Wire models shared by the gateway and the workers, and the task names.
+"""Request and result types: the HTTP models, the task's payload and result, the task name.
 
-The HTTP shapes are upstream code-judge's (see the README's API section); every
-field we add is additive and optional for clients.  Nothing here imports Celery.
+The HTTP shapes are upstream code-judge's (see the README's API section); every field we add is
+additive and optional for clients.  `Job` is what the gateway sends a worker for one submission and
+`ResultDict` what comes back, built only by `judge.results`.  Nothing here imports Celery; of the
+judge, only the checker names (`judge.checker`, pure).
 """
 
 from __future__ import annotations
 
 import enum
 import uuid
-from typing import Annotated, Any, Literal
+from typing import Annotated, Literal, NotRequired, TypedDict, cast
 
 from pydantic import BaseModel, ConfigDict, Field, field_validator, model_validator
+
+from judge.checker import get_checker
 
 RUN_TASK = 'judge.run'
 """Celery task name of one submission; the gateway enqueues by this name."""
 
-QUEUE_RUN = 'judge.run'
-"""Queue of single `/run` and `/judge` submissions."""
-QUEUE_BATCH = 'judge.batch'
-"""Queue of `/run/batch` and `/judge/batch` submissions."""
-QUEUE_LONG = 'judge.long'
-"""Queue of `/run/long-batch` and `/judge/long-batch` submissions."""
-QUEUES = (QUEUE_RUN, QUEUE_BATCH, QUEUE_LONG)
-
-# Redis transport: 0 is the highest priority, 9 the lowest (see celery.md).
-PRIORITY_RUN = 1
-PRIORITY_BATCH = 4
-PRIORITY_LONG = 7
-
-REPLY_KEY_PREFIX = 'judge:reply:'
-"""Per-request Redis list on which workers push `[index, result]` pairs."""
-CANCELLED_KEY = 'judge:cancelled'
-"""Redis ZSET of reply keys whose client went away (score: expiry); workers skip their tasks."""
-
 Language = Literal['python', 'cpp', 'c', 'java', 'javascript', 'go', 'rust', 'bash']
-LANGUAGES: tuple[str, ...] = ('python', 'cpp', 'c', 'java', 'javascript', 'go', 'rust', 'bash')
-COMPILED_LANGUAGES: tuple[str, ...] = ('cpp', 'c', 'java', 'go', 'rust')
+"""A submission's `type`: the languages of `judge.executors.EXECUTORS` (a test keeps them equal)."""
 
 
 class ResultReason(enum.StrEnum):
@@ -62,24 +47,63 @@ class Verdict(enum.StrEnum):
     QUEUE_TIMEOUT = 'queue_timeout'
 
 
-def infra_failure(sub_id: str, verdict: Verdict, cost_s: float = 0.0, error: str | None = None) -> dict[str, Any]:
-    """The result of a submission the infrastructure could not judge (`queue_timeout`/`internal_error`).
+class RunPayload(TypedDict):
+    """One submission as a worker receives it (`Submission.payload`; `/judge/tests` adds `checker`)."""
 
-    Never a wrong answer: `reason` says why, the streams are null as upstream has them.
-    """
-    result: dict[str, Any] = {
-        'sub_id': sub_id,
-        'success': False,
-        'run_success': False,
-        'cost': round(cost_s, 6),
-        'stdout': None,
-        'stderr': None,
-        'reason': ResultReason(verdict.value).value,
-        'verdict': verdict.value,
-    }
-    if error is not None:
-        result['error'] = error
-    return result
+    sub_id: str
+    type: str
+    solution: str
+    input: str | None
+    expected_output: str | None
+    checker: NotRequired[str]
+
+
+class Job(TypedDict):
+    """The one argument of the `RUN_TASK` task."""
+
+    sub: RunPayload
+    reply_to: str | None
+    """The request's reply list (fast path); ``None``: the task returns the result (stock path)."""
+    index: int
+    """The submission's place in its request."""
+    batch: str
+    """The request's label (batch id and trace id), for logs and Flower."""
+
+
+class CompileDict(TypedDict):
+    """`CompileInfo` as JSON."""
+
+    ok: bool
+    cached: bool
+    cost: float
+    stderr: str
+    stderr_truncated: bool
+
+
+class JudgeResultDict(TypedDict):
+    """`JudgeResult` as JSON: every field, always (built by `judge.results.build_result`)."""
+
+    sub_id: str
+    success: bool
+    run_success: bool
+    cost: float
+    reason: str
+    verdict: str
+    exit_code: int | None
+    stdout_truncated: bool
+    stderr_truncated: bool
+    error: str | None
+    toolchain: str | None
+    runtime: str | None
+    compile_cached: bool | None
+    compile: CompileDict | None
+
+
+class ResultDict(JudgeResultDict):
+    """`SubmissionResult` as JSON: a worker's answer for one submission."""
+
+    stdout: str | None
+    stderr: str | None
 
 
 def new_id() -> str:
@@ -127,6 +151,10 @@ class Submission(BaseModel):
         if not self.sub_id:
             self.sub_id = new_id()
         return self
+
+    def payload(self) -> RunPayload:
+        """What a worker needs of this submission (every field but `options`)."""
+        return cast(RunPayload, self.model_dump(mode='json', exclude={'options'}))
 
 
 class BatchSubmission(BaseModel):
@@ -212,24 +240,6 @@ class StatusResult(BaseModel):
     num_workers: int
 
 
-CHECKERS = ('exact', 'strip', 'tokens', 'float:<tolerance>')
-
-
-def validate_checker(name: str) -> str:
-    """``name`` if it is a checker `judge.checker.get_checker` knows; ValueError otherwise."""
-    if name in ('exact', 'strip', 'tokens'):
-        return name
-    if name.startswith('float:'):
-        try:
-            tolerance = float(name.split(':', 1)[1])
-        except ValueError:
-            raise ValueError(f'bad tolerance in checker {name!r}') from None
-        if tolerance >= 0:  # also rejects nan
-            return name
-        raise ValueError('the tolerance of the float checker must be >= 0')
-    raise ValueError(f'unknown checker {name!r}; use one of {", ".join(CHECKERS)}')
-
-
 class TestCase(BaseModel):
     """One test of `/judge/tests`: stdin and the expected stdout."""
 
@@ -258,7 +268,8 @@ class JudgeTestsRequest(BaseModel):
     @field_validator('checker')
     @classmethod
     def _checker(cls, value: str) -> str:
-        return validate_checker(value)
+        get_checker(value)  # ValueError (422) for a name the workers would not know
+        return value
 
     @model_validator(mode='after')
     def _fill_id(self) -> JudgeTestsRequest:
@@ -286,6 +297,7 @@ class JudgeTestsResult(BaseModel):
     compile_cached: bool | None = Field(None, description='compiled languages: no worker had to compile it')
     compile: CompileInfo | None = None
     toolchain: str | None = None
+    runtime: str | None = Field(default=None, description='digest of the submission runtime the tests ran in')
     stopped_early: bool = Field(False, description='stop_on_first_failure cut the reported tests')
     tests: list[TestResult]
 
@@ -310,70 +322,3 @@ class BatchJudgeTestsResult(BaseModel):
 
     sub_id: str
     results: list[JudgeTestsResult]
-
-
-def judge_tests_payloads(job: JudgeTestsRequest) -> list[dict[str, Any]]:
-    """One worker payload per test; each carries the checker name (`judge.runner.Runner.run`)."""
-    return [
-        {
-            'sub_id': f'{job.sub_id}:{i}',
-            'type': job.type,
-            'solution': job.solution,
-            'input': test.input,
-            'expected_output': test.expected_output,
-            'checker': job.checker,
-        }
-        for i, test in enumerate(job.tests)
-    ]
-
-
-_STREAMS = ('stdout', 'stderr')
-
-
-def summarize_tests(job: JudgeTestsRequest, results: list[dict[str, Any]]) -> dict[str, Any]:
-    """Fold the per-test results of one job into a `JudgeTestsResult` dict.
-
-    The overall verdict is the one of highest precedence among the tests (`judge.verdict.ORDER`),
-    so a compile error or an infrastructure failure is never hidden behind a wrong answer.
-    ``passed``/``pass_rate`` always count every test, even when ``stop_on_first_failure`` cuts the
-    reported list after the first failure.
-    """
-    from judge.verdict import pick  # here, not at the top: judge.verdict imports this module
-
-    tests = []
-    for i, result in enumerate(results):
-        view = {k: v for k, v in result.items() if k not in _STREAMS and k != 'compile'}
-        view['index'] = i
-        tests.append(view)
-    verdicts = {Verdict(t.get('verdict') or Verdict.INTERNAL_ERROR.value) for t in tests}
-    passed = sum(1 for t in tests if t.get('success'))
-    total = len(tests)
-    compiles = [r['compile'] for r in results if isinstance(r.get('compile'), dict)]
-    compile_info = next((c for c in compiles if not c.get('cached')), compiles[0] if compiles else None)
-    stopped = False
-    if job.stop_on_first_failure:
-        first = next((i for i, t in enumerate(tests) if not t.get('success')), None)
-        if first is not None and first + 1 < total:
-            tests, stopped = tests[: first + 1], True
-    toolchain = next((r['toolchain'] for r in results if r.get('toolchain')), None)
-    return {
-        'sub_id': job.sub_id,
-        'verdict': pick(verdicts).value,
-        'passed': passed,
-        'total': total,
-        'pass_rate': passed / total if total else 0.0,
-        'compile_cached': all(c.get('cached') for c in compiles) if compiles else None,
-        'compile': compile_info,
-        'toolchain': toolchain,
-        'stopped_early': stopped,
-        'tests': tests,
-    }
-
-
-def task_payload(sub: Submission) -> dict[str, Any]:
-    """The JSON-able payload the gateway sends to a worker for one submission."""
-    return sub.model_dump(mode='json', exclude={'options'})
-
-
-NODE_INFO_KEY = 'judge:nodes'
-"""Redis hash: worker host name -> JSON of its isolation tier and toolchain versions."""

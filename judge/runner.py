@@ -1,21 +1,23 @@
 """Run one submission: pick the executor, compile, run, check, fold into an upstream-shaped result.
 
-Pure Python over the sandbox; no Celery.  Infrastructure failures raise `SandboxError` (the task
-turns them into `internal_error`); everything the user's program did is a normal result.
+Pure Python over the sandbox; no Celery.  Infrastructure failures raise `SandboxError` (the worker
+turns them into `internal_error`); everything the user's program did is a normal result, built by
+`judge.results.build_result`.
 """
 
 from __future__ import annotations
 
 import logging
 from dataclasses import dataclass
-from typing import Any
 
 from judge.checker import Checker, get_checker
-from judge.contracts import Verdict
+from judge.contracts import CompileDict, ResultDict, RunPayload, Verdict
+from judge.errors import UnsupportedLanguage
 from judge.executors import EXECUTORS, Compiled, Executor, Toolchain
+from judge.results import build_result
 from judge.sandbox.client import ExecResult, SlotClient
 from judge.sandbox.limits import Limits
-from judge.verdict import pick, reason_for
+from judge.verdict import pick
 
 logger = logging.getLogger('judge.runner')
 
@@ -46,12 +48,12 @@ class Runner:
         self._executors: dict[str, Executor] = {}
 
     def executor(self, language: str) -> Executor:
-        """The executor of ``language``; ValueError when unknown."""
+        """The executor of ``language``; `UnsupportedLanguage` when there is none."""
         if language not in self._executors:
             try:
                 cls = EXECUTORS[language]
             except KeyError:
-                raise ValueError(f'unsupported language {language!r}') from None
+                raise UnsupportedLanguage(f'unsupported language {language!r}') from None
             self._executors[language] = cls(self.toolchain, self.slot)
         return self._executors[language]
 
@@ -70,8 +72,8 @@ class Runner:
         )
         return self.executor(language).run_limits(limits)
 
-    def run(self, sub: dict[str, Any], checker: Checker | None = None) -> dict[str, Any]:
-        """Judge one submission given as its wire dict; returns `SubmissionResult` fields.
+    def run(self, sub: RunPayload, checker: Checker | None = None) -> ResultDict:
+        """Judge one submission.
 
         The output is compared by ``checker`` if given, else by the submission's ``checker`` key
         (`judge.checker.get_checker` names), else by upstream's ``strip`` rule.
@@ -89,7 +91,7 @@ class Runner:
         result = executor.run(source, compiled, stdin, self.limits(language, expected))
         return self._fold(sub, result, expected, checker, compiled, executor)
 
-    def _compile_info(self, compiled: Compiled) -> dict[str, Any]:
+    def _compile_info(self, compiled: Compiled) -> CompileDict:
         stderr, cut = _head(compiled.stderr.decode('utf-8', 'replace'), self.config.max_chars)
         return {
             'ok': compiled.ok,
@@ -99,35 +101,28 @@ class Runner:
             'stderr_truncated': cut,
         }
 
-    def _compile_error(self, sub: dict[str, Any], compiled: Compiled, executor: Executor) -> dict[str, Any]:
-        stderr, cut = _head(compiled.stderr.decode('utf-8', 'replace'), self.config.max_chars)
-        return {
-            'sub_id': sub['sub_id'],
-            'success': False,
-            'run_success': False,
-            'cost': 0.0,
-            'stdout': '',
-            'stderr': stderr,
-            'reason': reason_for(Verdict.COMPILE_ERROR).value,
-            'verdict': Verdict.COMPILE_ERROR.value,
-            'exit_code': None,
-            'stdout_truncated': False,
-            'stderr_truncated': cut,
-            'compile_cached': compiled.cached,
-            'compile': self._compile_info(compiled),
-            'toolchain': executor.version(),
-            'runtime': self.toolchain.runtime or None,
-        }
+    def _compile_error(self, sub: RunPayload, compiled: Compiled, executor: Executor) -> ResultDict:
+        info = self._compile_info(compiled)
+        return build_result(
+            sub['sub_id'],
+            Verdict.COMPILE_ERROR,
+            stdout='',
+            stderr=info['stderr'],
+            stderr_truncated=info['stderr_truncated'],
+            toolchain=executor.version(),
+            runtime=self.toolchain.runtime or None,
+            compile=info,
+        )
 
     def _fold(
         self,
-        sub: dict[str, Any],
+        sub: RunPayload,
         result: ExecResult,
         expected: str | None,
         checker: Checker,
         compiled: Compiled | None,
         executor: Executor,
-    ) -> dict[str, Any]:
+    ) -> ResultDict:
         stdout_full = result.stdout.decode('utf-8', 'replace')
         stderr_full = result.stderr.decode('utf-8', 'replace')
         flags: set[Verdict] = set()
@@ -143,34 +138,24 @@ class Runner:
             complete = result.stdout_bytes <= len(result.stdout)
             if not complete or not checker(stdout_full, expected):
                 flags.add(Verdict.WRONG_ANSWER)
-        verdict = pick(flags)
-        run_success = not (
-            flags & {Verdict.TIME_LIMIT, Verdict.MEMORY_LIMIT, Verdict.OUTPUT_LIMIT, Verdict.RUNTIME_ERROR}
-        )
         if result.timed_out:
             stdout_full = f'{stdout_full}{"" if not stdout_full or stdout_full.endswith(chr(10)) else chr(10)}'
             stdout_full += TIMEOUT_MARKER + '\n'
         stdout, out_cut = _head(stdout_full, self.config.max_chars)
         stderr, err_cut = _head(stderr_full, self.config.max_chars)
-        out: dict[str, Any] = {
-            'sub_id': sub['sub_id'],
-            'success': verdict is Verdict.ACCEPTED,
-            'run_success': run_success,
-            'cost': round(result.wall_s, 6),
-            'stdout': stdout,
-            'stderr': stderr,
-            'reason': reason_for(verdict).value,
-            'verdict': verdict.value,
-            'exit_code': result.exit_code,
-            'stdout_truncated': out_cut or result.stdout_bytes > len(result.stdout),
-            'stderr_truncated': err_cut or result.stderr_bytes > len(result.stderr),
-        }
-        if compiled is not None:
-            out['compile_cached'] = compiled.cached
-            out['compile'] = self._compile_info(compiled)
-        out['toolchain'] = executor.version()
-        out['runtime'] = self.toolchain.runtime or None
-        return out
+        return build_result(
+            sub['sub_id'],
+            pick(flags),
+            cost_s=result.wall_s,
+            stdout=stdout,
+            stderr=stderr,
+            exit_code=result.exit_code,
+            stdout_truncated=out_cut or result.stdout_bytes > len(result.stdout),
+            stderr_truncated=err_cut or result.stderr_bytes > len(result.stderr),
+            toolchain=executor.version(),
+            runtime=self.toolchain.runtime or None,
+            compile=None if compiled is None else self._compile_info(compiled),
+        )
 
 
 def _head(text: str, max_chars: int) -> tuple[str, bool]:

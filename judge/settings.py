@@ -2,7 +2,7 @@
 
 Every field has a working default, so nothing needs to be set to run locally.  Upstream's names
 (`REDIS_URI`, `MAX_EXECUTION_TIME`, ...) keep their meaning; our additions start with `JUDGE_`.
-Read only at the edges (`celeryconfig.py`, `api/deps.py`, `judge/tasks.py`).
+Read only at the edges (`celeryconfig.py`, `api/main.py`, `judge/tasks.py`, `judge/transport/request.py`).
 """
 
 from __future__ import annotations
@@ -45,8 +45,8 @@ DEFAULT_PYTHON_PRELOAD = (
     'ast,bisect,collections,contextlib,copy,functools,heapq,itertools,linecache,math,re,string,typing'
 )
 """Warm Python's preloaded modules: what the tool-call wrapper (`toolkit.wrapper`) and typical solutions
-import.  Each costs its memory in every fork and exit (about 0.13 ms of CPU per MB per execution);
-one that is not preloaded costs its import time (often milliseconds) in each program importing it."""
+import.  Each costs its memory in every fork and exit of every execution; one that is not preloaded
+costs its import time in each program importing it."""
 
 
 class Settings(BaseSettings):
@@ -86,6 +86,9 @@ class Settings(BaseSettings):
     runtime_modules: str = Field('', validation_alias=_env('JUDGE_RUNTIME_MODULES'))
     """Directories (``:``-separated) of the operator's modules (e.g. a reward scorer), copied into the
     runtime and importable by submissions."""
+    transport: Literal['fast', 'stock'] = Field('fast', validation_alias=_env('JUDGE_TRANSPORT'))
+    """How submissions travel (`judge.transport`): `fast` (the judge's overrides of Celery, kombu and
+    redis-py internals) or `stock` (Celery's public API only); gateway and workers may differ."""
     python_mode: Literal['warm', 'fresh'] = Field('warm', validation_alias=_env('JUDGE_PYTHON_MODE'))
     """`warm`: fork a pre-started interpreter per submission; `fresh`: start `python3 -I file.py`."""
     python_preload: str = Field(DEFAULT_PYTHON_PRELOAD, validation_alias=_env('JUDGE_PYTHON_PRELOAD'))
@@ -130,11 +133,11 @@ class Settings(BaseSettings):
     )
     """Level of the gateway's access log (one line per request with its ids)."""
     task_events: bool = Field(True, validation_alias=_env('JUDGE_TASK_EVENTS'))
-    """Send Celery task events (Flower needs them; they cost ~0.6 ms CPU per task)."""
+    """Send Celery task events (Flower needs them; they cost CPU in the worker's main process per task)."""
     task_started_events: bool = Field(False, validation_alias=_env('JUDGE_TASK_STARTED_EVENTS'))
-    """Also send ``task-started`` (Flower then shows STARTED; see `judge.request`)."""
+    """Also send ``task-started`` (Flower then shows STARTED; see `judge.transport.request`)."""
     log_submissions: bool = Field(False, validation_alias=_env('JUDGE_LOG_SUBMISSIONS'))
-    """Workers log two INFO lines per submission (start; verdict and times): ~0.25 ms of CPU each time."""
+    """Workers log two INFO lines per submission (start; verdict and times); off, Flower shows every task."""
 
     @model_validator(mode='after')
     def _derived(self) -> Settings:

@@ -1,4 +1,9 @@
-"""Fixtures: a session-wide real stack (redis-server + prefork worker + uvicorn gateway)."""
+"""Fixtures: a session-wide real stack (redis-server + prefork worker + uvicorn gateway).
+
+The end-to-end modules in `BOTH_PATHS` run on both transport paths (``JUDGE_TRANSPORT=fast`` and
+``stock``, `judge.transport`): their tests are parametrized by the session fixture `transport`, so
+pytest runs each module's tests on one stack per path.  Every other test runs on the fast path.
+"""
 
 from __future__ import annotations
 
@@ -13,6 +18,22 @@ import pytest
 from tests.services import RUNTIME_MODULES, Service, ensure_runtime, start_gateway, start_redis, start_worker
 
 TIME_LIMIT_S = 4  # rStar2-Agent's MAX_EXECUTION_TIME
+BOTH_PATHS = frozenset({'test_api', 'test_faults', 'test_attacks', 'test_judge_tests', 'test_tracing'})
+PATHS = ('fast', 'stock')
+
+
+def pytest_generate_tests(metafunc: pytest.Metafunc) -> None:
+    """Parametrize `transport` per module: both paths for `BOTH_PATHS`, the fast path elsewhere."""
+    if 'transport' in metafunc.fixturenames:
+        module = metafunc.module.__name__.rsplit('.', 1)[-1]
+        paths = list(PATHS) if module in BOTH_PATHS else ['fast']
+        metafunc.parametrize('transport', paths, indirect=True, scope='session')
+
+
+@pytest.fixture(scope='session')
+def transport(request: pytest.FixtureRequest) -> str:
+    """The transport path of the stack under test (``fast`` or ``stock``)."""
+    return str(request.param)
 
 
 @dataclass
@@ -28,7 +49,7 @@ class Stack:
     url: str
 
 
-def stack_env(redis_url: str, work_root: Path) -> dict[str, str]:
+def stack_env(redis_url: str, work_root: Path, transport: str = 'fast') -> dict[str, str]:
     """Environment shared by worker and gateway in tests."""
     env = dict(os.environ)
     env.update(
@@ -41,6 +62,7 @@ def stack_env(redis_url: str, work_root: Path) -> dict[str, str]:
             'JUDGE_LOG_SUBMISSIONS': '1',  # the fault and tracing tests read the per-submission lines
             # The operator's modules: the example scorer and a misbehaving one (test_runtime, test_mathreward).
             'JUDGE_RUNTIME_MODULES': RUNTIME_MODULES,
+            'JUDGE_TRANSPORT': transport,
         }
     )
     ensure_runtime(env)
@@ -53,12 +75,12 @@ def log_dir(tmp_path_factory: pytest.TempPathFactory) -> Path:
 
 
 @pytest.fixture(scope='session')
-def stack(log_dir: Path) -> Iterator[Stack]:
+def stack(log_dir: Path, transport: str) -> Iterator[Stack]:
     if not shutil.which('redis-server'):
         pytest.fail('redis-server is not installed: run `make test`, which installs it')
     redis, port = start_redis(log_dir)
     redis_url = f'redis://127.0.0.1:{port}/0'
-    env = stack_env(redis_url, Path('/tmp') / f'judge-test-{port}')
+    env = stack_env(redis_url, Path('/tmp') / f'judge-test-{port}', transport)
     worker = start_worker(env, log_dir)
     gateway, url = start_gateway(env, log_dir)
     yield Stack(redis_url, env, log_dir, redis, worker, gateway, url)

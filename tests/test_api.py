@@ -10,6 +10,8 @@ from typing import Any
 import pytest
 import redis
 
+from judge.contracts import JudgeResult, SubmissionResult
+from judge.transport.keys import KeySpace
 from tests.conftest import TIME_LIMIT_S, Stack
 from tests.helpers import post, request
 
@@ -194,14 +196,32 @@ def test_invalid_json_and_empty_batch_get_422(gateway_url: str) -> None:
     assert status == 422 and payload['detail'][0]['type'] == 'too_short'
 
 
-def test_ping_and_status(gateway_url: str) -> None:
+def test_ping_and_status(gateway_url: str, transport: str) -> None:
     assert request(gateway_url + '/ping') == (200, 'pong')
     status, body = request(gateway_url + '/status')
-    assert status == 200
+    assert status == 200 and body['transport'] == transport
     assert body['num_workers'] == 2 and body['queue'] == 0
     assert body['isolation'] in ('namespaces', 'landlock', 'uid')
     assert set(body['queues']) == {'judge.run', 'judge.batch', 'judge.long'}
     assert body['nodes'][0]['toolchains']['python'].startswith('Python 3')
+
+
+def test_answers_have_exactly_the_declared_fields(gateway_url: str) -> None:
+    """Every answer, judged or not, has the declared model's fields: one builder (`judge.results`)."""
+    subs = [
+        {'type': 'python', 'solution': 'print(1)', 'expected_output': '1'},
+        {'type': 'python', 'solution': 'raise SystemExit(3)'},
+        {'type': 'cpp', 'solution': 'int main( {'},
+    ]
+    for sub in subs:
+        run = post(gateway_url, '/run', sub)
+        assert set(run) == set(SubmissionResult.model_fields), run
+        SubmissionResult.model_validate(run)
+        judged = post(gateway_url, '/judge', sub)
+        assert set(judged) == set(JudgeResult.model_fields), judged
+    batch = post(gateway_url, '/judge/batch', {'submissions': subs})
+    assert [set(r) for r in batch['results']] == [set(JudgeResult.model_fields)] * len(subs)
+    assert [r['verdict'] for r in batch['results']] == ['accepted', 'runtime_error', 'compile_error']
 
 
 def test_openapi_declares_response_models(gateway_url: str) -> None:
@@ -248,11 +268,14 @@ def test_cpp_compile_cache_and_pch(gateway_url: str) -> None:
 def test_a_finished_request_leaves_only_a_short_lived_live_key(stack: Stack, gateway_url: str) -> None:
     """Its reply list went with its last pop; its live key is not deleted (one round trip less) but
     expires within 30 s, instead of living for the whole route deadline plus a margin."""
-    client = redis.Redis.from_url(stack.redis_url)
-    before = set(client.scan_iter('judge:live:*'))
+    client = redis.Redis.from_url(stack.redis_url, decode_responses=True)
+    keys = KeySpace()
+    live = keys.request_patterns()[1]
+    before = set(client.scan_iter(live))
     assert post(gateway_url, '/run', {'type': 'python', 'solution': 'print(1)'})['verdict'] == 'accepted'
-    new = set(client.scan_iter('judge:live:*')) - before
+    new = set(client.scan_iter(live)) - before
     assert len(new) == 1, new
     (key,) = new
     assert 0 < client.ttl(key) <= 30
-    assert not client.exists(key.replace(b'judge:live:', b'judge:reply:'))
+    request_id = key.rsplit(':', 1)[1]
+    assert not client.exists(keys.reply(request_id))

@@ -19,6 +19,7 @@ from urllib.parse import urlsplit
 import pytest
 import redis
 
+from judge.transport.keys import KeySpace
 from tests.conftest import Stack
 from tests.helpers import request
 from tests.services import start_gateway
@@ -85,7 +86,7 @@ def _post(url: str, path: str, body: Any) -> tuple[int, dict[str, str], Any]:
 
 
 def _depth(gw: Gateway) -> int:
-    return sum(int(gw.redis.llen(k)) for k in gw.redis.keys('judge.*') if gw.redis.type(k) == b'list')
+    return sum(int(gw.redis.llen(key)) for _, _, key in KeySpace().queue_lists())
 
 
 def test_body_over_limit_by_content_length_is_413(bp_gateway: Gateway) -> None:

@@ -6,15 +6,23 @@ and each solution compiles once (the loops hit the session's 4 s limit, so they 
 
 from __future__ import annotations
 
-from typing import Any
+from typing import Any, get_args
 
 import pytest
 
-from judge.contracts import COMPILED_LANGUAGES, LANGUAGES
+from judge.contracts import Language
 from tests.helpers import post, request
 from tests.lang_programs import AB, COMPILE_ERROR, MODE
 
 MODES = ('ok', 'crash', 'loop', 'hog')
+LANGUAGES: tuple[str, ...] = get_args(Language)
+COMPILED_LANGUAGES = ('cpp', 'c', 'java', 'go', 'rust')
+
+
+def test_the_contract_names_every_executor_and_only_them() -> None:
+    from judge.executors import EXECUTORS
+
+    assert set(LANGUAGES) == set(EXECUTORS)
 
 
 @pytest.fixture(scope='module')

@@ -10,6 +10,7 @@ from pathlib import Path
 import pytest
 from prometheus_client.parser import text_string_to_metric_families
 
+from judge.transport.keys import KeySpace
 from scripts.stack import free_port, gateway_command, wait_port
 from tests.conftest import Stack
 from tests.helpers import post
@@ -52,8 +53,11 @@ def test_metrics_move_after_real_submissions(gateway_url: str) -> None:
     before = scrape(gateway_url)
     assert value(before, 'judge_broker_up') == 1.0
     assert value(before, 'judge_in_flight_submissions') == 0.0
-    for queue, priority in (('judge.run', '1'), ('judge.batch', '4'), ('judge.long', '7'), ('judge.long', '0')):
-        assert ('judge_queue_depth', frozenset({('queue', queue), ('priority', priority)})) in before
+    lists = KeySpace().queue_lists()  # one list per queue (priority step 0): 3 lists, read per scrape
+    assert {q for q, _, _ in lists} == {'judge.run', 'judge.batch', 'judge.long'}
+    for queue, step, _ in lists:
+        assert ('judge_queue_depth', frozenset({('queue', queue), ('priority', str(step))})) in before
+    assert sum(1 for name, _ in before if name == 'judge_queue_depth') == len(lists)
 
     subs = [_py('print(1)', '1'), _py('print(2)', '2'), _py('print(3)', 'not three')]
     body = post(gateway_url, '/run/batch', {'type': 'batch', 'submissions': subs})

@@ -133,7 +133,8 @@ def test_wrong_ca_is_rejected(tls_stack: tuple[str, dict[str, str], Path], tmp_p
     _, env, certs = tls_stack
     make_certs(tmp_path)  # another CA, which did not sign the server's certificate
     code = (
-        'from judge.settings import Settings; from judge.redisconn import sync_client; sync_client(Settings()).ping()'
+        'from judge.settings import Settings; from judge.transport.shard import Shard; '
+        'Shard.from_settings(Settings()).client.ping()'
     )
     out = subprocess.run(
         [sys.executable, '-c', code],

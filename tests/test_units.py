@@ -105,16 +105,18 @@ def test_layering() -> None:
         ROOT / 'judge' / 'checker.py',
         ROOT / 'judge' / 'verdict.py',
         ROOT / 'judge' / 'contracts.py',
+        ROOT / 'judge' / 'results.py',
+        ROOT / 'judge' / 'errors.py',
     ]
     for path in core:
         bad = {m for m in _imports(path) if m.split('.')[0] in forbidden_core}
         assert not bad, f'{path.name} imports {bad}'
+    api_may_import = ('judge.contracts', 'judge.app', 'judge.settings', 'judge.version', 'judge.results')
     for path in (ROOT / 'api').glob('*.py'):
         bad = {
             m
             for m in _imports(path)
-            if m.startswith('judge.')
-            and m not in ('judge.contracts', 'judge.app', 'judge.settings', 'judge.version', 'judge.redisconn')
+            if m.startswith('judge.') and m not in api_may_import and not m.startswith('judge.transport.')
         }
         assert not bad, f'{path.name} imports {bad}'
     for path in (ROOT / 'toolkit').glob('*.py'):
@@ -155,7 +157,7 @@ def test_lazy_logger_reports_warnings_in_a_process_without_logging() -> None:
 
 
 def test_worker_requests_send_every_task_event_but_started(monkeypatch: pytest.MonkeyPatch) -> None:
-    import judge.request
+    import judge.transport.request
     from judge.tasks import run
 
     sent: list[str] = []
@@ -166,25 +168,25 @@ def test_worker_requests_send_every_task_event_but_started(monkeypatch: pytest.M
         def send(self, type: str, **fields: object) -> None:
             sent.append(type)
 
-    request = object.__new__(judge.request.Request)
+    request = object.__new__(judge.transport.request.Request)
     request._eventer, request._task, request.id = Eventer(), run, 'task-id'
     for event in ('task-received', 'task-started', 'task-succeeded', 'task-failed'):
         request.send_event(event)
     assert sent == ['task-received', 'task-succeeded', 'task-failed']
-    assert run.Request == 'judge.request:Request'  # the worker builds our class for this task
-    monkeypatch.setattr(judge.request, '_SEND_STARTED', True)
+    assert run.Request == 'judge.transport.request:Request'  # the worker builds our class for this task
+    monkeypatch.setattr(judge.transport.request, '_SEND_STARTED', True)
     request.send_event('task-started')
     assert sent[-1] == 'task-started'
 
 
 def test_worker_requests_look_the_time_zone_up_once() -> None:
-    import judge.request
+    import judge.transport.request
     from judge.app import app
 
-    request = object.__new__(judge.request.Request)
+    request = object.__new__(judge.transport.request.Request)
     request._app = app
     assert request.tzlocal == app.conf.timezone  # None (UTC) unless configured
-    assert judge.request.Request._app_timezone is not judge.request._UNSET  # cached, even when None
+    assert judge.transport.request.Request._app_timezone is not judge.transport.request._UNSET  # cached, even when None
 
 
 @pytest.mark.parametrize(

@@ -12,7 +12,7 @@ Scenarios (every result is checked; the exit status is 1 if any is wrong):
   ``submit()`` one at a time through one ``RequestProcessor`` (``--per-request`` per long-batch request,
   ``--senders`` requests in flight).  Checks every answer, samples the peak RSS of redis / gateway /
   worker (+ sandbox) from ``/proc`` (``--cpu-match`` / ``--cpu-root`` select the processes), and with
-  ``--redis-url`` reports Redis ``used_memory`` before and after (results must be cleaned up).
+  ``--redis-url`` reports Redis ``used_memory`` and key count before and after (results must be cleaned up).
   ``make soak`` runs 45,000 against a private stack.
 * ``math``: rStar-style sympy/numpy/itertools tool calls, every answer checked, and trivial Python,
   against the bare spawn rates of ``python -c "import sympy, numpy"`` and ``python3 -I -S`` in the
@@ -121,7 +121,8 @@ def rss_snapshot(pattern: str, root_pid: int | None = None) -> dict[str, tuple[f
 
 
 async def _redis_memory(url: str | None) -> dict[str, Any]:
-    """``used_memory`` and the number of per-request keys left (``judge:reply:*``, ``judge:live:*``)."""
+    """``used_memory`` and the number of keys (``DBSIZE``): what a finished run leaves behind, whatever
+    the keys' names (the judge's own are its business, not the client's)."""
     if not url:
         return {}
     import redis.asyncio as aioredis
@@ -129,11 +130,7 @@ async def _redis_memory(url: str | None) -> dict[str, Any]:
     client = aioredis.Redis.from_url(url)
     try:
         info = await client.info('memory')
-        left = 0
-        for pattern in ('judge:reply:*', 'judge:live:*'):
-            async for _ in client.scan_iter(match=pattern, count=1000):
-                left += 1
-        return {'used_memory': int(info['used_memory']), 'request_keys': left}
+        return {'used_memory': int(info['used_memory']), 'keys': int(await client.dbsize())}
     finally:
         await client.aclose()
 
@@ -299,9 +296,9 @@ async def soak(client: JudgeClient, args: argparse.Namespace) -> dict[str, Any]:
     out |= {f'hwm_mb_max_process_{k}': v for k, v in sorted(hwm.items())}
     if args.redis_url:
         after: dict[str, Any] = {}
-        for _ in range(60):  # reply lists are deleted as requests finish; allow stragglers to expire
+        for _ in range(60):  # per-request keys go as requests finish; allow stragglers to expire
             after = await _redis_memory(args.redis_url)
-            if not after['request_keys']:
+            if after['keys'] <= redis_before['keys']:
                 break
             await asyncio.sleep(1.0)
         out |= {f'redis_{k}_before': v for k, v in redis_before.items()}

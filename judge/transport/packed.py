@@ -1,11 +1,14 @@
 """A few Redis commands in one write, on one held connection, without redis-py's per-call machinery.
 
-A redis-py pipeline costs about 130 us of CPU for two commands on this kind of machine, of which the
-socket round trip is about 40: the rest is building the pipeline object, its retry wrapper, its
-observability hooks and a connection checkout.  The worker pays that on every task, in its main
-process (the message's unacked bookkeeping and its ack) and in the pool process (the reply), so
-those calls come here: the commands are packed with the connection's own encoder, written at once,
-and their replies read in order (about 60 us).
+INTERNAL (see `judge.transport.internals`): uses redis-py's connection-level methods
+``ConnectionPool.get_connection``, ``Connection.pack_commands``, ``send_packed_command`` and
+``read_response``, which redis-py does not document for applications.
+
+A redis-py pipeline builds a pipeline object, a retry wrapper, observability hooks and a connection
+checkout around every call: most of its CPU for two commands is not the socket round trip.  The
+worker pays that on every task, in its main process (the message's unacked bookkeeping and its ack)
+and in the pool process (the reply), so those calls come here: the commands are packed with the
+connection's own encoder, written at once, and their replies read in order.
 
 Only the fast path lives here.  On any failure the held connection is dropped and the caller falls
 back to its ordinary redis-py call, which keeps redis-py's retry policy and errors.
@@ -19,7 +22,7 @@ from typing import Any
 
 import redis
 
-logger = logging.getLogger('judge.packedcalls')
+logger = logging.getLogger('judge.transport.packed')
 
 Command = tuple[Any, ...]
 

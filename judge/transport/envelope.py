@@ -1,43 +1,34 @@
-"""Celery task messages written straight onto the Redis broker's lists, from asyncio.
+"""Celery task messages, ready to be written straight onto a Redis broker list (the fast publish).
 
-Celery's publish path (``send_task`` → kombu ``Producer.publish``) is synchronous, so the gateway had
-to run it in a thread, and it costs about 0.4 ms of CPU per message, nearly all of it kombu's
-bookkeeping around one ``LPUSH``.  Here the message is still built by Celery
-(``app.amqp.as_task_v2``: the protocol-2 headers and body) and wrapped exactly as kombu's Redis
-transport wraps it (JSON body in base64, delivery info, a per-priority list); only the write is
-ours: one ``LPUSH`` per slice of a batch, pipelined on the gateway's asyncio Redis client.
-``tests/test_publish.py`` checks the envelope field by field against one that kombu wrote.
+INTERNAL (see `judge.transport.internals`): the message body and headers come from Celery's
+``app.amqp.as_task_v2`` (protocol 2), and the wrapping reproduces what kombu's Redis transport
+stores (JSON body in base64, ``delivery_info``, ``delivery_tag``, the per-priority list of
+`judge.transport.keys.KeySpace.queue_list`).  ``tests/test_transport_contract.py`` checks the result
+field by field against a message that Celery and kombu wrote themselves.
+
+Celery's own publish path (``send_task`` → kombu ``Producer.publish``) is synchronous and does much
+bookkeeping around one ``LPUSH``; this builds the same text so that the gateway can push a whole
+batch with one pipelined ``LPUSH`` per slice on its asyncio client.
 """
 
 from __future__ import annotations
 
 import base64
-import bisect
 import json
 import uuid
-from collections.abc import Sequence
 from typing import Any
 
 from celery import Celery
 
-_DEFAULT_PRIORITY_STEPS = (0, 3, 6, 9)  # kombu's default for the Redis transport
 _DELIVERY_MODE_PERSISTENT = 2
 
 
-class TaskMessages:
-    """Builds broker messages for one Celery app, with its broker transport options."""
+class Envelopes:
+    """Builds broker messages for one Celery app."""
 
     def __init__(self, app: Celery) -> None:
         self.app = app
-        options = app.conf.broker_transport_options or {}
-        self.sep = str(options.get('sep', ':'))
-        self.steps: Sequence[int] = tuple(options.get('priority_steps', _DEFAULT_PRIORITY_STEPS))
         self.origin = f'gateway@{uuid.uuid4().hex[:8]}'
-
-    def list_key(self, queue: str, priority: int) -> str:
-        """The Redis list kombu keeps ``queue``'s messages of ``priority`` in."""
-        step = self.steps[max(0, bisect.bisect(self.steps, priority) - 1)]
-        return f'{queue}{self.sep}{step}' if step else queue
 
     def build(
         self,

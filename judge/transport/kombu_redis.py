@@ -1,21 +1,21 @@
-"""Kombu's Redis transport, with one reusable redis-py client per connection pool.
+"""The fast path's kombu transport: kombu's Redis transport with a reused client and cheap acks.
 
-Kombu builds a new ``redis.Redis`` object for every publish, ack and reject
-(``Channel.conn_or_acquire``).  Building one fills a 170-entry case-insensitive table of response
-callbacks: measured here at about 0.35 ms of CPU, more than the Redis command itself.  In a worker
-that is paid in the main process, once per ack, which serialises every task; in the gateway once
-per published message.  A client holds no connection of its own (it borrows one from the pool per
-command), so one per pool can be shared, by threads too.  It is rebuilt when kombu replaces the pool
-(after a reconnect).
+INTERNAL (see `judge.transport.internals`): overrides kombu's private ``Channel._create_client``,
+and calls ``virtual.QoS.append`` / ``virtual.QoS.ack`` past kombu's Redis ``QoS``, writing the
+"unacked" bookkeeping that ``kombu.transport.redis.QoS`` would write, to the same keys.
 
-Acknowledgement bookkeeping (`QoS`): with late acks kombu records each delivered message in an
-"unacked" hash and index before running it, and removes it on ack, each time through a redis-py
-pipeline.  Both happen once per task in the worker's main process, so they go through
-`judge.packedcalls` instead (the same commands, in the same MULTI/EXEC transactions), falling back
-to kombu's own code on any error.
+* Kombu builds a new ``redis.Redis`` object for every publish, ack and reject
+  (``Channel.conn_or_acquire``), and building one fills a large table of response callbacks: more
+  CPU than the Redis command itself, paid in the worker's main process once per ack.  A client holds
+  no connection of its own (it borrows one from the pool per command), so one per pool is shared
+  here; it is rebuilt when kombu replaces the pool (after a reconnect).
+* With late acks kombu records each delivered message in an "unacked" hash and index before running
+  it, and removes it on ack, each time through a redis-py pipeline.  Here the same commands, in the
+  same MULTI/EXEC transactions, go through `judge.transport.packed`, falling back to kombu's own code
+  on any error (and whenever a ``global_keyprefix`` is set).
 
-Selected in `celeryconfig.py` with ``broker_transport``; the URL, TLS and Sentinel settings are
-kombu's own.
+Selected by ``JUDGE_TRANSPORT=fast`` (`judge.transport.celery_settings`); the URL, TLS and Sentinel
+settings are kombu's own.
 """
 
 from __future__ import annotations
@@ -27,7 +27,7 @@ from typing import Any
 from kombu.transport import redis as kombu_redis
 from kombu.transport import virtual
 
-from judge.packedcalls import PackedCalls, transaction_ran
+from judge.transport.packed import PackedCalls, transaction_ran
 
 
 class _ReusedClient:

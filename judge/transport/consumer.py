@@ -1,7 +1,10 @@
-"""The worker's consumer, with task events coalesced into one publish per short interval.
+"""The fast path's worker consumer: task events coalesced into one publish per short interval.
+
+INTERNAL (see `judge.transport.internals`): overrides Celery's undocumented
+``Consumer.on_send_event_buffered`` hook and calls its private ``_flush_events``.
 
 Celery buffers task events and publishes them as one ``task.multi`` message per flush, but asks for
-a flush after every single event, so each task costs three Redis round trips in the worker's main
+a flush after every single event, so each task costs several Redis round trips in the worker's main
 process (the serial bottleneck).  Delaying the flush by a few milliseconds lets events of many tasks
 share one publish; Flower sees them at most `EVENT_FLUSH_S` later.
 """

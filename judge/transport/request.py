@@ -1,5 +1,8 @@
-"""The worker's request class for our task: Celery's, less the ``task-started`` event and a
+"""The fast path's worker request class: Celery's, less the ``task-started`` event and a
 per-request configuration lookup.
+
+INTERNAL (see `judge.transport.internals`): overrides ``celery.worker.request.Request.tzlocal``
+and ``send_event`` and reads its private ``_app``.
 
 Celery sends three events per task (received, started, succeeded/failed); Flower and anything else
 listening process each one, and the worker's main process builds each one.  ``task-started`` only
