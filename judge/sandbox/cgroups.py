@@ -27,11 +27,14 @@ _NAME_RE = re.compile(r'[A-Za-z0-9_.-]+')
 
 
 class Hierarchy(NamedTuple):
-    """Where the memory and pids controllers live (the same directory on v2 or when co-mounted)."""
+    """Where the controllers live (the same directory on v2 or when co-mounted); None: not there."""
 
     version: int
     memory_root: str
     pids_root: str
+    cpu_root: str | None = None
+    cpuacct_root: str | None = None
+    """v1 only: CPU usage accounting (``cpuacct.usage``); on v2 ``cpu.stat`` has it."""
 
 
 def _unescape(field: str) -> str:
@@ -94,6 +97,18 @@ def _write(path: str, value: str) -> None:
         os.close(fd)
 
 
+def enable_v2_controllers(root: str, path: str, controllers: tuple[str, ...]) -> None:
+    """cgroup v2: create ``root/path`` and enable ``controllers`` for the children of it and of every
+    directory above it, down from ``root``."""
+    current = root
+    for part in ['', *path.split('/')]:
+        current = os.path.join(current, part) if part else current
+        os.makedirs(current, mode=0o755, exist_ok=True)
+        control = os.path.join(current, 'cgroup.subtree_control')
+        if not set(controllers) <= set(_read(control).split()):
+            _write(control, ' '.join(f'+{c}' for c in controllers))
+
+
 @functools.cache
 def detect() -> Hierarchy | None:
     """Find a hierarchy with memory and pids controllers, preferring v2 at /sys/fs/cgroup."""
@@ -105,11 +120,10 @@ def detect() -> Hierarchy | None:
         except OSError:
             continue
         if {'memory', 'pids'} <= controllers:
-            return Hierarchy(2, mount_point, mount_point)
-    memory = [mp for mp, fstype, opts in mounts if fstype == 'cgroup' and 'memory' in opts]
-    pids = [mp for mp, fstype, opts in mounts if fstype == 'cgroup' and 'pids' in opts]
-    if memory and pids:
-        return Hierarchy(1, memory[0], pids[0])
+            return Hierarchy(2, mount_point, mount_point, mount_point if 'cpu' in controllers else None)
+    v1 = {ctrl: mp for mp, fstype, opts in reversed(mounts) if fstype == 'cgroup' for ctrl in opts}
+    if 'memory' in v1 and 'pids' in v1:
+        return Hierarchy(1, v1['memory'], v1['pids'], v1.get('cpu'), v1.get('cpuacct'))
     return None
 
 
@@ -173,14 +187,7 @@ class SlotCgroup:
         logger.debug('created %r at %s', self, self.paths)
 
     def _enable_v2_controllers(self) -> None:
-        root = self.roots[0]
-        current = root
-        for part in ['', *self.parent.split('/')]:
-            current = os.path.join(current, part) if part else current
-            os.makedirs(current, mode=0o755, exist_ok=True)
-            control = os.path.join(current, 'cgroup.subtree_control')
-            if not {'memory', 'pids'} <= set(_read(control).split()):
-                _write(control, '+memory +pids')
+        enable_v2_controllers(self.roots[0], self.parent, ('memory', 'pids'))
 
     def set_memory_mb(self, memory_mb: int) -> None:
         """Change the memory limit (swap included, i.e. no swap)."""
@@ -226,36 +233,43 @@ class SlotCgroup:
         pids.discard(0)  # v2 prints 0 for tasks outside our pid namespace
         return sorted(pids)
 
+    def tasks(self) -> int:
+        """How many tasks (threads, and zombies not yet reaped) the slot's pids cgroup holds."""
+        return int(self._tasks.read().strip() or 0)
+
+    def sweep(self) -> int:
+        """SIGKILL every process listed in the slot's cgroup(s) once; returns how many were listed."""
+        pids = self.procs()
+        own_pid = os.getpid()
+        for pid in pids:
+            if pid <= 0 or pid == own_pid:  # never signal a process group or ourselves
+                continue
+            try:
+                os.kill(pid, signal.SIGKILL)
+            except ProcessLookupError:
+                pass
+        return len(pids)
+
     def kill_all(self, timeout_s: float = 1.0) -> None:
-        """SIGKILL everything in the slot's cgroup(s) and wait (at most *timeout_s*) until it is empty."""
+        """SIGKILL everything in the slot's cgroup(s) and wait (at most *timeout_s*) until none is listed.
+
+        Zombies are no longer listed but still count in `tasks` until their parent reaps them.
+        """
         # Usually the execution's processes are all gone and reaped already: a held counter says so
         # in ~2 us, where building the pid lists of both hierarchies takes ~100 us.  Every process of
         # the slot is in the pids cgroup (children join it before running anything of the user's).
         try:
-            if self._tasks.read().strip() == '0':
+            if self.tasks() == 0:
                 return
         except OSError:  # no pids cgroup (yet, or any more): the pid lists below tell
             pass
         deadline = time.monotonic() + timeout_s
         kill_file = os.path.join(self.memory_dir, 'cgroup.kill')
-        use_cgroup_kill = self.version == 2 and os.path.exists(kill_file)
-        if use_cgroup_kill:
+        if self.version == 2 and os.path.exists(kill_file):
             _write(kill_file, '1')
-        own_pid = os.getpid()
-        while True:
-            pids = self.procs()
-            if not pids:
-                return
-            if not use_cgroup_kill:
-                for pid in pids:
-                    if pid <= 0 or pid == own_pid:  # never signal a process group or ourselves
-                        continue
-                    try:
-                        os.kill(pid, signal.SIGKILL)
-                    except ProcessLookupError:
-                        pass
+        while self.sweep():
             if time.monotonic() >= deadline:
-                logger.warning('%r: %d processes left after kill_all', self, len(pids))
+                logger.warning('%r: processes left after kill_all', self)
                 return
             time.sleep(_SLEEP_S)
 

@@ -105,6 +105,8 @@ class Spare(NamedTuple):
     workdir: str
     reap: Callable[[int], tuple[int, float, int]]
     """Waits for the end of a pid; gives its wait status, CPU seconds and max RSS (KB)."""
+    parent: int = 0
+    """The pid of the zygote that forked it."""
 
     def alive(self) -> bool:
         """Whether the child still waits (it has not exited)."""
