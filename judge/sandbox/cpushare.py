@@ -7,9 +7,10 @@ whole group, so a submission's CPU time over all its processes is bounded by its
 times ``cpus``.
 
 The warm parent (zygote) joins the group once and every child it forks inherits it: joining costs
-the executions nothing.  Layout: v1 ``<cpu>/judge/slotN`` (and ``<cpuacct>/judge/slotN`` for usage
-accounting when cpuacct is mounted apart); v2 ``judge/slotN`` holds the quota, with the zygote in
-``judge/slotN/parent`` and the executions' memory and pids limits in ``judge/slotN/run``.
+the executions nothing.  Layout: v1 ``<cpu>/judge-slotN`` (and ``<cpuacct>/judge-slotN`` for usage
+accounting when cpuacct is mounted apart), at the top: under a common parent all slots together
+would weigh as much as one other process of the host; v2 ``judge/slotN`` holds the quota, with the
+zygote in ``judge/slotN/parent`` and the executions' memory and pids limits in ``judge/slotN/run``.
 """
 
 from __future__ import annotations
@@ -24,6 +25,11 @@ logger = get_logger('judge.sandbox.cpushare')
 PERIOD_US = 100_000
 V2_PARENT = 'parent'
 """v2: the leaf of the slot's group the warm parent lives in (v2 forbids processes in inner groups)."""
+
+
+def cpu_group_path(hierarchy: Hierarchy, slot: int) -> str:
+    """Where slot ``slot``'s cpu group lives below the controller's root (see the module's doc)."""
+    return f'judge/slot{slot}' if hierarchy.version == 2 else f'judge-slot{slot}'
 
 
 def _write(path: str, value: str) -> None:

@@ -24,7 +24,7 @@ from typing import Any
 from judge.sandbox import cgroups, jailfs, landlock, namespaces, seccomp
 from judge.sandbox.child import ChildPrep
 from judge.sandbox.cleanup import CleanupError, remove_entry, remove_tree
-from judge.sandbox.cpushare import SlotCpu
+from judge.sandbox.cpushare import SlotCpu, cpu_group_path
 from judge.sandbox.execute import ExecOutcome
 from judge.sandbox.lazylog import get_logger
 from judge.sandbox.limits import Limits
@@ -99,6 +99,8 @@ class Jail:
         self.preload = [str(m) for m in config.get('preload') or []]
         self.cpus = float(config.get('cpus', 1.0))
         """The slot's CPU quota in CPUs (0: a fair share of the CPUs, no quota)."""
+        self.cpu_group = bool(config.get('cpu_group', True))
+        """False: no cpu cgroup (processes then share the CPUs one by one; for comparisons)."""
         self.uid: int | None = None
         self.gid: int | None = None
         self.cgroup: cgroups.SlotCgroup | None = None
@@ -159,8 +161,8 @@ class Jail:
         self.cgroup = cgroups.SlotCgroup(name, memory_mb=self.memory_mb, pids_max=self.pids, parent=parent)
         self.cgroup.create()
         self.detail['cgroup'] = f'v{self.cgroup.version}'
-        if SlotCpu.available(hierarchy):
-            self.cpu = SlotCpu(f'judge/slot{self.slot}', cpus=self.cpus, hierarchy=hierarchy)
+        if self.cpu_group and SlotCpu.available(hierarchy):
+            self.cpu = SlotCpu(cpu_group_path(hierarchy, self.slot), cpus=self.cpus, hierarchy=hierarchy)
             self.cpu.create()
             self.detail['cpus'] = self.cpus if self.cpus > 0 else 'fair share'
         else:
