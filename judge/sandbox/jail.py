@@ -161,7 +161,7 @@ class Jail:
         self.cgroup = cgroups.SlotCgroup(name, memory_mb=self.memory_mb, pids_max=self.pids, parent=parent)
         self.cgroup.create()
         self.detail['cgroup'] = f'v{self.cgroup.version}'
-        if self.cpu_group and SlotCpu.available(hierarchy):
+        if hierarchy is not None and self.cpu_group and SlotCpu.available(hierarchy):
             self.cpu = SlotCpu(cpu_group_path(hierarchy, self.slot), cpus=self.cpus, hierarchy=hierarchy)
             self.cpu.create()
             self.detail['cpus'] = self.cpus if self.cpus > 0 else 'fair share'
