@@ -151,6 +151,7 @@ class SlotCgroup:
         self._oom = _HeldFile(os.path.join(self.memory_dir, oom_file))
         self._tasks = _HeldFile(os.path.join(self.pids_dir, 'pids.current'))
         """How many tasks the pids cgroup holds: unlike a pid list, a counter is cheap to re-read."""
+        self._pids_events = _HeldFile(os.path.join(self.pids_dir, 'pids.events'))
 
     def __repr__(self) -> str:
         return f'SlotCgroup({self.name!r}, v{self.version}, memory_mb={self.memory_mb}, pids_max={self.pids_max})'
@@ -281,6 +282,14 @@ class SlotCgroup:
                 return int(value)
         return 0
 
+    def fork_refusals(self) -> int:
+        """How many forks (or new threads) the pids limit has refused in this cgroup so far."""
+        for line in self._pids_events.read().splitlines():
+            key, _, value = line.partition(' ')
+            if key == 'max':
+                return int(value)
+        return 0
+
     def memory_peak_bytes(self) -> int | None:
         """Peak memory usage (v1 since the last `reset_peak`), or None when the kernel does not say."""
         name = 'memory.peak' if self.version == 2 else 'memory.max_usage_in_bytes'
@@ -299,6 +308,7 @@ class SlotCgroup:
         self.kill_all(timeout_s)
         self._oom.close()
         self._tasks.close()
+        self._pids_events.close()
         deadline = time.monotonic() + timeout_s
         for path in self.paths:
             while True:

@@ -70,6 +70,8 @@ class ExecResult:
     stderr: bytes
     stdout_bytes: int
     stderr_bytes: int
+    pids_exceeded: bool = False
+    """The slot's pids limit refused the execution a process or thread (cgroup tiers only)."""
 
 
 @dataclass
@@ -194,6 +196,7 @@ class SlotClient:
             stderr=blobs[1] if len(blobs) > 1 else b'',
             stdout_bytes=reply['stdout_bytes'],
             stderr_bytes=reply['stderr_bytes'],
+            pids_exceeded=bool(reply.get('pids_exceeded')),
         )
 
     def _exchange(self, request: ExecRequest) -> tuple[dict[str, Any], list[bytes]]:

@@ -35,6 +35,7 @@ class ExecOutcome:
         self.timed_out = False
         self.output_exceeded = False
         self.memory_exceeded = False
+        self.pids_exceeded = False
         self.setup_error: str | None = None
         self.wall_s = 0.0
         self.cpu_s = 0.0

@@ -60,6 +60,7 @@ READ_PATHS = (
     '/dev/random',
     '/opt',
 )
+NPROC_SLACK = 8
 WORK_TMPFS_MB = 256
 WORK_TMPFS_INODES = 65536
 """Entries in the slot's work space: bounds what the clean-up after an execution may have to remove."""
@@ -108,7 +109,8 @@ class Jail:
         self.landlock_fd: int | None = None
         self.seccomp_program: bytes | None = None
         self.detail: dict[str, Any] = {}
-        self._oom_before: int | None = None
+        self._counts_before: tuple[int, int] | None = None
+        """The cgroups' OOM-kill and refused-fork counts before the current execution."""
         self.tier = self._choose(str(config.get('tier', 'auto')))
         self._setup(int(config.get('uid_base', 61000)))
         self.detail['tier'] = self.tier
@@ -228,9 +230,19 @@ class Jail:
         if limits.memory_mb != self.memory_mb:
             self.cgroup.set_memory_mb(limits.memory_mb)
             self.memory_mb = limits.memory_mb
-        if self._oom_before is None:  # afterwards, the count `memory_exceeded` read last time
-            self._oom_before = self.cgroup.oom_kills()
+        if self._counts_before is None:  # afterwards, the counts `limits_hit` read last time
+            self._counts_before = self._limit_counts()
         return Limits.from_dict({**limits.to_dict(), 'use_rlimit_as': False})
+
+    @property
+    def nproc_slack(self) -> int:
+        """How far ``RLIMIT_NPROC`` may exceed the pids limit: with a pids cgroup, the cgroup must
+        refuse first, so that the refusal is counted (see `limits_hit`)."""
+        return NPROC_SLACK if self.cgroup is not None else 0
+
+    def _limit_counts(self) -> tuple[int, int]:
+        assert self.cgroup is not None
+        return self.cgroup.oom_kills(), self.cgroup.fork_refusals()
 
     def child_env(self) -> dict[str, str]:
         """A clean environment: no secrets (``REDIS_URI``...) from the worker ever reach user code.
@@ -262,16 +274,19 @@ class Jail:
             parent_procs=self.cpu.procs_files if self.cpu is not None else [],
         )
 
-    def memory_exceeded(self, outcome: ExecOutcome) -> bool:
-        """Whether the execution was OOM-killed by the slot's memory cgroup."""
+    def limits_hit(self, outcome: ExecOutcome) -> None:
+        """Record on ``outcome`` whether the slot's cgroups OOM-killed one of its processes or
+        refused it a process or thread (the pids limit)."""
         if self.cgroup is None:
-            return False
-        before, self._oom_before = self._oom_before, self.cgroup.oom_kills()
-        return before is not None and self._oom_before > before
+            return
+        before, self._counts_before = self._counts_before, self._limit_counts()
+        if before is not None:
+            outcome.memory_exceeded = self._counts_before[0] > before[0]
+            outcome.pids_exceeded = self._counts_before[1] > before[1]
 
-    def forget_oom_count(self) -> None:
-        """After an execution that `memory_exceeded` did not see: re-read the count next time."""
-        self._oom_before = None
+    def forget_counts(self) -> None:
+        """After an execution that `limits_hit` did not see: re-read the counts next time."""
+        self._counts_before = None
 
     def kill_all(self) -> None:
         """Kill every process the slot's executions may have left behind (one sweep)."""

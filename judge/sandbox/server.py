@@ -140,7 +140,7 @@ class SlotServer:
                 files[filename] = source
             write_files(self.jail, workdir, files, header.get('imports') or {})
             plan = {
-                'rlimits': rlimits(limits, set_nproc=self.jail.uid is not None),
+                'rlimits': rlimits(limits, set_nproc=self.jail.uid is not None, nproc_slack=self.jail.nproc_slack),
                 'argv': list(header.get('argv') or []),
                 'python_source': source,
                 'python_filename': filename,
@@ -150,7 +150,7 @@ class SlotServer:
             outcome = execute(spare, plan, blobs[0] if blobs else b'', limits, self._kill_all, done_fd)
             done = True  # execute() killed everything the execution started, or `finish` will
             self._exiting = spare if outcome.exiting_pid is not None else None
-            outcome.memory_exceeded = self.jail.memory_exceeded(outcome)
+            self.jail.limits_hit(outcome)
             if outcome.exit_code == 0 and not outcome.timed_out:
                 export_files(workdir, header.get('exports') or {})
         finally:
@@ -158,7 +158,7 @@ class SlotServer:
                 self._discard(spare)
             self._leftover = workdir  # removed by `finish`, after the reply is sent
             if not done:
-                self.jail.forget_oom_count()
+                self.jail.forget_counts()
                 self._kill_all(0)
                 self.finish()
         return _reply(outcome), (bytes(outcome.stdout), bytes(outcome.stderr))
@@ -283,6 +283,7 @@ def _reply(outcome: ExecOutcome) -> dict[str, Any]:
         'timed_out': outcome.timed_out,
         'output_exceeded': outcome.output_exceeded,
         'memory_exceeded': outcome.memory_exceeded,
+        'pids_exceeded': outcome.pids_exceeded,
         'wall_s': outcome.wall_s,
         'cpu_s': outcome.cpu_s,
         'max_rss_kb': outcome.max_rss_kb,
