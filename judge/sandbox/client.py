@@ -244,5 +244,4 @@ def _stop(proc: subprocess.Popen[bytes]) -> None:
 
 def _retryable(reply: dict[str, Any]) -> bool:
     """Whether a failed reply is the slot's failure (worth another try), not the request's."""
-    error = str(reply.get('error') or '')
-    return not error.startswith(('ValueError', 'unknown op'))
+    return bool(reply.get('retry'))

@@ -30,7 +30,7 @@ if __name__ == '__main__':  # started as a script: make the package importable, 
     sys.path.insert(0, _root)
 
 from judge.sandbox import namespaces
-from judge.sandbox.cleanup import remove_entry, remove_tree
+from judge.sandbox.cleanup import CleanupError, remove_entry, remove_tree
 from judge.sandbox.execute import ExecOutcome, Spare, execute, kill_process_group, reap_orphans
 from judge.sandbox.jail import Jail
 from judge.sandbox.lazylog import get_logger
@@ -264,7 +264,8 @@ class SlotServer:
                 reply, out = self.handle(header, blobs)
             except Exception as exc:
                 logger.exception('request failed')
-                reply, out = {'ok': False, 'error': f'{type(exc).__name__}: {exc}'}, ()
+                retry = isinstance(exc, (ZygoteLost, SlotUnhealthy, CleanupError))  # the slot's failure
+                reply, out = {'ok': False, 'error': f'{type(exc).__name__}: {exc}', 'retry': retry}, ()
             send_message(wfd, reply, out)
             if not self.after_reply():  # exit: the worker starts a new slot server on its next request
                 return
@@ -278,6 +279,7 @@ def _reply(outcome: ExecOutcome) -> dict[str, Any]:
     return {
         'ok': outcome.setup_error is None,
         'error': outcome.setup_error,
+        'retry': outcome.setup_error is not None,  # the child failed before the program ran
         'exit_code': outcome.exit_code,
         'signal': outcome.signal,
         'timed_out': outcome.timed_out,
