@@ -116,7 +116,10 @@ for t in started:
     t.join()
 report(slot=slot(), entries=entries, shm=shm, left=left, forks=forks, threads=threads, hash=hash('canary'))
 """
-C_CANARY = '#include <stdio.h>\nint main(void) { int a, b; if (scanf("%d %d", &a, &b) != 2) return 2; printf("%d\\n", a + b); }\n'
+C_CANARY = (
+    '#include <stdio.h>\n'
+    'int main(void) { int a, b; if (scanf("%d %d", &a, &b) != 2) return 2; printf("%d\\n", a + b); }\n'
+)
 BASH_CANARY = 'read a b\necho $((a + b))\n'
 
 

@@ -161,7 +161,12 @@ def test_deep_trees_from_c_and_bash_do_not_break_the_slot(gateway_url: str, heal
 
 
 def test_wide_trees_and_odd_entries_are_removed(gateway_url: str, health: SlotHealth) -> None:
-    subs = [py(WIDE, files=20000, dirs=2000), py(ODD, tag='odd-1'), py(WIDE, files=5000, dirs=5000), py(ODD, tag='odd-2')]
+    subs = [
+        py(WIDE, files=20000, dirs=2000),
+        py(ODD, tag='odd-1'),
+        py(WIDE, files=5000, dirs=5000),
+        py(ODD, tag='odd-2'),
+    ]
     results = batch(gateway_url, subs)
     for result in results:
         survived(result)
