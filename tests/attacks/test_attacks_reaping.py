@@ -1,0 +1,146 @@
+"""Class 2: processes reparented to the slot's warm parent or server, and zombies nobody waits for.
+
+Every process ever charged to a slot must be reaped: the zygote is the slot's child subreaper and reaps
+every child (``__WALL``: also clones that asked for no exit signal), and the server waits after each
+execution until the slot's pids cgroup is empty.  The health check after each attack forks 48 processes
+and starts 20 threads in every slot (the budget is 64) and checks on the host that each slot's pids
+cgroup holds nothing but its spare.
+"""
+
+from __future__ import annotations
+
+import os
+import uuid
+
+from tests.attack_kit import SlotHealth, bash, batch, c, py, report_of, survived
+
+CLONE_NR = {'x86_64': 56, 'aarch64': 220}
+
+CLONE_PARENT = """
+import ctypes, time
+libc = ctypes.CDLL(None, use_errno=True)
+libc.syscall.restype = ctypes.c_long
+CLONE_PARENT, SIGCHLD = 0x00008000, 17
+made = {'silent': 0, 'signalled': 0, 'sleeping': 0}
+for kind, flags, count in (('silent', CLONE_PARENT, 30), ('signalled', CLONE_PARENT | SIGCHLD, 10)):
+    for _ in range(count):
+        pid = libc.syscall(P['nr'], flags, 0, 0, 0, 0)
+        if pid == 0:
+            os._exit(0)  # a sibling of this program, child of its parent: a zombie nobody waits for
+        made[kind] += pid > 0
+for _ in range(5):
+    pid = libc.syscall(P['nr'], CLONE_PARENT, 0, 0, 0, 0)
+    if pid == 0:
+        time.sleep(100)
+        os._exit(0)
+    made['sleeping'] += pid > 0
+report(**made)
+"""
+
+ORPHANS = """
+import time
+for _ in range(P['count']):
+    child = os.fork()
+    if child == 0:
+        if os.fork() == 0:  # the grandchild outlives its parent: an orphan
+            if P['setsid']:
+                os.setsid()
+            time.sleep(P['linger'])
+            os._exit(0)
+        os._exit(0)
+    os.waitpid(child, 0)
+report(orphans=P['count'])
+"""
+
+UNWAITED = """
+import threading, time
+kids = 0
+for _ in range(40):
+    if os.fork() == 0:
+        os._exit(0)  # never waited for by this program: a zombie until someone reaps it
+    kids += 1
+for _ in range(10):
+    threading.Thread(target=time.sleep, args=(100,), daemon=True).start()
+report(kids=kids)
+os._exit(0)  # leaves its zombies and its threads' process behind at once
+"""
+
+C_CLONE = r"""
+#define _GNU_SOURCE
+#include <sched.h>
+#include <signal.h>
+#include <stdio.h>
+#include <sys/syscall.h>
+#include <unistd.h>
+int main(void) {
+    int silent = 0, signalled = 0, unwaited = 0;
+    for (int i = 0; i < 25; i++) {
+        long pid = syscall(SYS_clone, CLONE_PARENT, 0, 0, 0, 0);
+        if (pid == 0) _exit(0);
+        silent += pid > 0;
+    }
+    for (int i = 0; i < 10; i++) {
+        long pid = syscall(SYS_clone, CLONE_PARENT | SIGCHLD, 0, 0, 0, 0);
+        if (pid == 0) { if (i < 3) pause(); _exit(0); }
+        signalled += pid > 0;
+    }
+    for (int i = 0; i < 20; i++) {
+        pid_t pid = fork();
+        if (pid == 0) _exit(0);
+        unwaited += pid > 0;
+    }
+    printf("{\"silent\":%d,\"signalled\":%d,\"unwaited\":%d}\n", silent, signalled, unwaited);
+    fflush(stdout);
+    _exit(0);
+}
+"""
+
+BASH_ORPHANS = """
+for i in $(seq 30); do (sleep 0.2 &) ; done
+for i in $(seq 10); do setsid sleep 100 & done
+for i in $(seq 10); do sleep 100 & done
+echo '{"done":true}'
+exec sleep 0.5
+"""
+
+
+def test_clone_parent_children_are_reaped(gateway_url: str, health: SlotHealth) -> None:
+    nr = CLONE_NR[os.uname().machine]
+    results = batch(gateway_url, [py(CLONE_PARENT, nr=nr), py(CLONE_PARENT, nr=nr), c(C_CLONE), c(C_CLONE)])
+    for result in results[:2]:
+        survived(result)
+        assert report_of(result) == {'silent': 30, 'signalled': 10, 'sleeping': 5}, result
+    for result in results[2:]:
+        survived(result)
+        assert report_of(result) == {'silent': 25, 'signalled': 10, 'unwaited': 20}, result
+
+
+def test_orphans_and_unwaited_children_are_reaped(gateway_url: str, health: SlotHealth) -> None:
+    subs = [
+        py(ORPHANS, count=30, setsid=False, linger=0.3),
+        py(ORPHANS, count=20, setsid=True, linger=100),
+        py(UNWAITED),
+        bash(BASH_ORPHANS),
+        py(UNWAITED),
+        bash(BASH_ORPHANS),
+    ]
+    results = batch(gateway_url, subs)
+    for result in results:
+        survived(result)
+    assert report_of(results[0]) == {'orphans': 30} and report_of(results[1]) == {'orphans': 20}, results[:2]
+    assert report_of(results[2]) == {'kids': 40} and report_of(results[4]) == {'kids': 40}, results
+    assert report_of(results[3]) == {'done': True} and report_of(results[5]) == {'done': True}, results
+
+
+def test_a_slot_full_of_zombies_then_serves_a_compile(gateway_url: str, health: SlotHealth) -> None:
+    # Zombie-makers then compiles (each needs a handful of processes) on the same slots, back to back:
+    # with zombies left charged to a slot, the compile could not fork its compiler passes.
+    nr = CLONE_NR[os.uname().machine]
+    tag = uuid.uuid4().hex[:8]
+    compile_me = c(f'#include <stdio.h>\nint main(void) {{ puts("{tag}"); return 0; }}\n', f'{tag}', lang='cpp')
+    subs = [py(CLONE_PARENT, nr=nr), py(CLONE_PARENT, nr=nr), compile_me, compile_me, c(C_CLONE), compile_me]
+    results = batch(gateway_url, subs)
+    for result in results:
+        survived(result)
+    for result in (results[2], results[3], results[5]):
+        assert result['verdict'] == 'accepted' and result['stdout'] == f'{tag}\n', result
