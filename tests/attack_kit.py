@@ -116,6 +116,60 @@ for t in started:
     t.join()
 report(slot=slot(), entries=entries, shm=shm, left=left, forks=forks, threads=threads, hash=hash('canary'))
 """
+# Zombie makers (issue 17, class 2), shared by the reaping and compile attacks.
+CLONE_NR = {'x86_64': 56, 'aarch64': 220}
+
+CLONE_PARENT = """
+import ctypes, time
+libc = ctypes.CDLL(None, use_errno=True)
+libc.syscall.restype = ctypes.c_long
+CLONE_PARENT, SIGCHLD = 0x00008000, 17
+made = {'silent': 0, 'signalled': 0, 'sleeping': 0}
+for kind, flags, count in (('silent', CLONE_PARENT, 30), ('signalled', CLONE_PARENT | SIGCHLD, 10)):
+    for _ in range(count):
+        pid = libc.syscall(P['nr'], flags, 0, 0, 0, 0)
+        if pid == 0:
+            os._exit(0)  # a sibling of this program, child of its parent: a zombie nobody waits for
+        made[kind] += pid > 0
+for _ in range(5):
+    pid = libc.syscall(P['nr'], CLONE_PARENT, 0, 0, 0, 0)
+    if pid == 0:
+        time.sleep(100)
+        os._exit(0)
+    made['sleeping'] += pid > 0
+report(**made)
+"""
+
+C_CLONE = r"""
+#define _GNU_SOURCE
+#include <sched.h>
+#include <signal.h>
+#include <stdio.h>
+#include <sys/syscall.h>
+#include <unistd.h>
+int main(void) {
+    int silent = 0, signalled = 0, unwaited = 0;
+    for (int i = 0; i < 25; i++) {
+        long pid = syscall(SYS_clone, CLONE_PARENT, 0, 0, 0, 0);
+        if (pid == 0) _exit(0);
+        silent += pid > 0;
+    }
+    for (int i = 0; i < 10; i++) {
+        long pid = syscall(SYS_clone, CLONE_PARENT | SIGCHLD, 0, 0, 0, 0);
+        if (pid == 0) { if (i < 3) pause(); _exit(0); }
+        signalled += pid > 0;
+    }
+    for (int i = 0; i < 20; i++) {
+        pid_t pid = fork();
+        if (pid == 0) _exit(0);
+        unwaited += pid > 0;
+    }
+    printf("{\"silent\":%d,\"signalled\":%d,\"unwaited\":%d}\n", silent, signalled, unwaited);
+    fflush(stdout);
+    _exit(0);
+}
+"""
+
 C_CANARY = (
     '#include <stdio.h>\n'
     'int main(void) { int a, b; if (scanf("%d %d", &a, &b) != 2) return 2; printf("%d\\n", a + b); }\n'
