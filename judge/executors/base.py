@@ -258,12 +258,9 @@ class Executor:
         # Whether the failure is the compiler's verdict on the source is decided from what the sandbox
         # measured, never from the compiler's text (the source can make it print anything).
         diagnostic = (
-            not ok
-            and not limit_hit
-            and not result.pids_exceeded
-            and result.exit_code in self.diagnostic_exit_codes
-            and bool(self.slot.detail.get('cgroup'))  # limits accounted: a refused fork would show
+            not ok and not limit_hit and not result.pids_exceeded and result.exit_code in self.diagnostic_exit_codes
         )
+        accounted = bool(self.slot.detail.get('cgroup'))  # limits accounted: a refused fork would show
         return Compiled(
             ok=ok,
             cached=False,
@@ -271,7 +268,7 @@ class Executor:
             wall_s=result.wall_s,
             artifact=artifact if ok else None,
             timed_out=result.timed_out or result.memory_exceeded,
-            cacheable=ok or diagnostic,
+            cacheable=ok or (diagnostic and accounted),
             infrastructure=not (ok or diagnostic or limit_hit),
         )
 
