@@ -36,9 +36,10 @@ def _open_dir(name: str, dir_fd: int | None) -> int | None:
     return None
 
 
-def _empty_files(fd: int) -> list[str]:
-    """Unlink every non-directory entry of the directory ``fd``; return the names of its subdirectories."""
-    subdirs = []
+def _empty_files(fd: int) -> tuple[list[str], int]:
+    """Unlink every non-directory entry of the directory ``fd``; its subdirectories' names and how
+    many entries were unlinked."""
+    subdirs, unlinked = [], 0
     with os.scandir(fd) as entries:
         for entry in entries:
             if entry.is_dir(follow_symlinks=False):
@@ -47,11 +48,12 @@ def _empty_files(fd: int) -> list[str]:
             try:
                 os.unlink(entry.name, dir_fd=fd)
             except FileNotFoundError:
-                pass
+                continue
             except PermissionError:  # not root (the unsafe tier): make the directory ours first
                 os.chmod(fd, 0o700)
                 os.unlink(entry.name, dir_fd=fd)
-    return subdirs
+            unlinked += 1
+    return subdirs, unlinked
 
 
 def _identity(fd: int) -> tuple[int, int]:
@@ -72,11 +74,11 @@ def remove_tree(path: str, *, keep_root: bool = False) -> int:
         raise CleanupError(e.errno, f'cannot open {path!r}: {e.strerror}') from e
     if fd is None:
         return 1 if not keep_root else 0
-    removed = 0
     names: list[str] = []  # the way down from ``path``: one name per level
     ancestors: list[tuple[int, int]] = []  # (device, inode) of each directory above the current one
     try:
-        pending = [_empty_files(fd)]  # per level: subdirectories still to visit
+        subdirs, removed = _empty_files(fd)
+        pending = [subdirs]  # per level: subdirectories still to visit
         while pending:
             if pending[-1]:
                 name = pending[-1].pop()
@@ -88,7 +90,9 @@ def remove_tree(path: str, *, keep_root: bool = False) -> int:
                 os.close(fd)
                 fd = child
                 names.append(name)
-                pending.append(_empty_files(fd))
+                subdirs, unlinked = _empty_files(fd)
+                pending.append(subdirs)
+                removed += unlinked
                 continue
             pending.pop()
             if not names:
