@@ -252,6 +252,14 @@ def kill_process_group(pid: int) -> None:
         pass
 
 
+def kill_process(pid: int) -> None:
+    """SIGKILL one process (gone already: nothing to do)."""
+    try:
+        os.kill(pid, signal.SIGKILL)
+    except (ProcessLookupError, PermissionError):
+        pass
+
+
 def reap_orphans() -> None:
     """Reap any zombie the slot server adopted as child subreaper."""
     while True:

@@ -58,16 +58,20 @@ class Lineage:
         started here.
         """
         self._promote()
-        current = self.current
-        if current is not None and current.due(self.renew_execs, self.renew_s):
+        if self.current is not None and self.current.due(self.renew_execs, self.renew_s):
             if self.standby is None:
                 self.standby = self._start(self.kind)
             self._wait_standby()
-        elif current is None:
+        elif self.current is None:
             self.standby = self.standby or self._start(self.kind)
             self._wait_standby()
-        assert self.current is not None
-        return self.current.fork_spare(workdir)
+        current = self.current
+        assert current is not None
+        try:
+            return current.fork_spare(workdir)
+        except ZygoteLost:
+            self.drop(current)
+            raise
 
     def _wait_standby(self) -> None:
         standby = self.standby

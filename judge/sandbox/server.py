@@ -31,7 +31,7 @@ if __name__ == '__main__':  # started as a script: make the package importable, 
 
 from judge.sandbox import namespaces
 from judge.sandbox.cleanup import CleanupError, remove_entry, remove_tree
-from judge.sandbox.execute import ExecOutcome, Spare, execute, kill_process_group, reap_orphans
+from judge.sandbox.execute import ExecOutcome, Spare, execute, kill_process, kill_process_group, reap_orphans
 from judge.sandbox.jail import Jail
 from judge.sandbox.lazylog import get_logger
 from judge.sandbox.limits import Limits, rlimits
@@ -83,13 +83,11 @@ class SlotServer:
             workdir = self._workdir()
             try:
                 return lineage.spare(workdir)
-            except ZygoteLost:
+            except ZygoteLost:  # the lineage dropped the dead zygote: the next try starts a new one
                 remove_tree(workdir)
-                if lineage.current is not None:
-                    lineage.drop(lineage.current)
                 if attempt:
                     raise
-                logger.error('the zygote died; starting a new one')
+                logger.error('a zygote died; starting a new one')
         raise AssertionError('unreachable')
 
     def _workdir(self) -> str:
@@ -175,7 +173,10 @@ class SlotServer:
         if spare is None and workdir is None:
             return
         if spare is not None:
-            kill_process_group(spare.pid)  # it is exiting already, unless its report was a lie
+            # it is exiting already, unless its report was a lie (it may even have left its process group);
+            # its pid cannot be reused before the zygote has reaped it, and only by the execution's own
+            kill_process_group(spare.pid)
+            kill_process(spare.pid)
             try:
                 spare.reap(spare.pid)  # first: the slot's cgroup is only empty once it is gone
             except ZygoteLost:  # the reply went out fine: the next spare comes from a new zygote

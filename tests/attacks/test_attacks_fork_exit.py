@@ -8,7 +8,7 @@ verdict stand.  Fresh processes (C, bash) never had the problem; their cases gua
 
 from __future__ import annotations
 
-from tests.attack_kit import SlotHealth, bash, batch, c, py, survived
+from tests.attack_kit import SlotHealth, bash, batch, c, py, report_of, survived
 
 ANSWER = '42'
 
@@ -75,6 +75,22 @@ sleep 0.3
 echo 42
 """
 
+FORGED_END_AND_ESCAPE = """
+import struct, time
+child = os.fork()
+if child == 0:
+    os.setpgid(0, 0)
+    time.sleep(100)
+    os._exit(0)
+time.sleep(0.1)
+moved = attempt(os.setpgid, 0, child)  # leave its process group, so that a kill of the group misses it
+fd = os.open(os.getcwd() + '.done', os.O_WRONLY)
+os.write(fd, struct.pack('>idq', 0, 0.0, 0))  # "exited 0" while it goes on running
+os.close(fd)
+report(moved=moved)
+time.sleep(100)
+"""
+
 CHILD_WAYS = {
     'sys_exit': 'sys.exit(0)',
     'sys_exit_code': 'sys.exit(5)',
@@ -92,6 +108,13 @@ def test_forked_python_children_never_end_the_run(gateway_url: str, health: Slot
     for name, result in zip(names, batch(gateway_url, subs), strict=True):
         survived(result)
         assert (result['verdict'], result['stdout']) == ('accepted', '42\n'), (name, result)
+
+
+def test_a_forged_end_only_ends_its_own_run_and_leaves_nothing(gateway_url: str, health: SlotHealth) -> None:
+    for result in batch(gateway_url, [py(FORGED_END_AND_ESCAPE)] * 2):
+        survived(result)
+        assert result['exit_code'] == 0 and result['cost'] < 2, result  # answered at once, then killed
+        assert report_of(result) == {'moved': 'EPERM'}, result  # a session leader keeps its group
 
 
 def test_children_of_c_and_bash_programs_never_end_the_run(gateway_url: str, health: SlotHealth) -> None:
