@@ -87,8 +87,9 @@ WORK = 4_000_000  # iterations of the honest loop: a few tenths of a second of C
 def _cpu_usage_s() -> dict[str, float]:
     """CPU seconds used so far by each slot cpu group on the host (cgroup v1 cpuacct or v2 cpu.stat)."""
     hierarchy = cgroups.detect()
-    assert hierarchy is not None and hierarchy.cpu_root is not None, 'no cpu controller'
-    usage = {}
+    usage: dict[str, float] = {}
+    if hierarchy is None or getattr(hierarchy, 'cpu_root', None) is None:
+        return usage  # no slot cpu groups: the hog's share cannot be measured (the assertions say so)
     if hierarchy.version == 1:
         root = Path(hierarchy.cpuacct_root or hierarchy.cpu_root)
         for group in root.glob('judge-slot*'):
@@ -119,6 +120,7 @@ def test_a_cpu_hog_does_not_starve_the_neighbouring_slot(gateway_url: str, healt
     slots = {rel.rstrip('/').rpartition('/')[2] for rel in health.gate.cgroups}  # this stack's slots
     assert _slot_name(honest) in slots, (honest, slots)
     (hog_slot,) = slots - {_slot_name(honest)}
+    assert hog_slot in before and hog_slot in after, f'no cpu group for {hog_slot}: {before}'
     used_s = after[hog_slot] - before[hog_slot]
     print(
         f'\nFAIRNESS {hog}: honest alone {alone_s:.3f}s, beside the hog {float(honest["wall"]):.3f}s; '
