@@ -451,7 +451,7 @@ def run_safety_gate(gateway_url: str) -> SafetyInfo:
 
 def health_batch() -> list[dict[str, Any]]:
     """Honest programs: Python canaries (one per slot and more), a C and a bash program."""
-    canaries = [py(CANARY, sleep=0.25, forks=PIDS_BOUND - 16, threads=20) for _ in range(2 * SLOTS)]
+    canaries = [py(CANARY, sleep=0.15, forks=PIDS_BOUND - 16, threads=20) for _ in range(2 * SLOTS)]
     return [*canaries, c(C_CANARY, '5', '2 3'), bash(BASH_CANARY, '9', '4 5')]
 
 

@@ -70,7 +70,7 @@ int main(void) {
 
 BASH_HOG = """
 for i in $(seq 30); do setsid bash -c 'end=$((SECONDS + 3)); while [ $SECONDS -lt $end ]; do :; done' & done
-sleep 2.5
+sleep 2
 """
 
 
@@ -87,7 +87,7 @@ def _hog(name: str, warm_up: bool = False) -> dict[str, object]:
     if name == 'bash':
         return bash(BASH_HOG)
     if name.startswith('c-'):
-        return _c_hog(threads=name == 'c-threads', spin_s=0.0 if warm_up else 2.5)
+        return _c_hog(threads=name == 'c-threads', spin_s=0.0 if warm_up else 2.0)
     return py(PY_HOG, spin=10.0)
 
 

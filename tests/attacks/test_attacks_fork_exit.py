@@ -101,10 +101,11 @@ CHILD_WAYS = {
 }
 
 
-def test_forked_python_children_never_end_the_run(gateway_url: str, health: SlotHealth) -> None:
+def test_forked_children_never_end_the_run(gateway_url: str, health: SlotHealth) -> None:
     subs = [py(CHILD_EXITS.format(how=how), ANSWER) for how in CHILD_WAYS.values()]
     subs += [py(FALLS_OFF_THE_END, ANSWER), py(MULTIPROCESSING, ANSWER), py(NESTED, ANSWER)]
-    names = [*CHILD_WAYS, 'falls_off_the_end', 'multiprocessing', 'nested']
+    subs += [c(C_CHILD_EXITS, ANSWER), bash(BASH_CHILD_EXITS, ANSWER)]  # fresh processes: guards
+    names = [*CHILD_WAYS, 'falls_off_the_end', 'multiprocessing', 'nested', 'c', 'bash']
     for name, result in zip(names, batch(gateway_url, subs), strict=True):
         survived(result)
         assert (result['verdict'], result['stdout']) == ('accepted', '42\n'), (name, result)
@@ -115,9 +116,3 @@ def test_a_forged_end_only_ends_its_own_run_and_leaves_nothing(gateway_url: str,
         survived(result)
         assert result['exit_code'] == 0 and result['cost'] < 2, result  # answered at once, then killed
         assert report_of(result) == {'moved': 'EPERM'}, result  # a session leader keeps its group
-
-
-def test_children_of_c_and_bash_programs_never_end_the_run(gateway_url: str, health: SlotHealth) -> None:
-    for result in batch(gateway_url, [c(C_CHILD_EXITS, ANSWER), bash(BASH_CHILD_EXITS, ANSWER)]):
-        survived(result)
-        assert (result['verdict'], result['stdout']) == ('accepted', '42\n'), result

@@ -10,7 +10,6 @@ cgroup holds nothing but its spare.
 from __future__ import annotations
 
 import os
-import uuid
 
 from tests.attack_kit import C_CLONE, CLONE_NR, CLONE_PARENT, SlotHealth, bash, batch, c, py, report_of, survived
 
@@ -77,17 +76,3 @@ def test_orphans_and_unwaited_children_are_reaped(gateway_url: str, health: Slot
     assert report_of(results[0]) == {'orphans': 30} and report_of(results[1]) == {'orphans': 20}, results[:2]
     assert report_of(results[2]) == {'kids': 40} and report_of(results[4]) == {'kids': 40}, results
     assert report_of(results[3]) == {'done': True} and report_of(results[5]) == {'done': True}, results
-
-
-def test_a_slot_full_of_zombies_then_serves_a_compile(gateway_url: str, health: SlotHealth) -> None:
-    # Zombie-makers then compiles (each needs a handful of processes) on the same slots, back to back:
-    # with zombies left charged to a slot, the compile could not fork its compiler passes.
-    nr = CLONE_NR[os.uname().machine]
-    tag = uuid.uuid4().hex[:8]
-    compile_me = c(f'#include <stdio.h>\nint main(void) {{ puts("{tag}"); return 0; }}\n', f'{tag}', lang='cpp')
-    subs = [py(CLONE_PARENT, nr=nr), py(CLONE_PARENT, nr=nr), compile_me, compile_me, c(C_CLONE), compile_me]
-    results = batch(gateway_url, subs)
-    for result in results:
-        survived(result)
-    for result in (results[2], results[3], results[5]):
-        assert result['verdict'] == 'accepted' and result['stdout'] == f'{tag}\n', result
