@@ -26,6 +26,8 @@ DEFAULT_KIND = 'python'
 RENEW_EXECS = 1000
 RENEW_S = 300.0
 START_TIMEOUT_S = 60.0
+RETRY_S = 5.0
+"""After a replacement failed to start, how long until the next try (the old zygote keeps serving)."""
 EARLY = 0.8
 """A replacement starts when its zygote has done this share of its executions or time, so that it is
 usually ready (in the background) before the bound is reached."""
@@ -44,6 +46,8 @@ class Lineage:
         self.retired: list[Zygote] = []
         self.generation = 0
         """How many zygotes of this kind have served so far (the current one included)."""
+        self._retry_at = 0.0
+        """When a replacement that failed to start may be tried again."""
 
     def zygotes(self) -> list[Zygote]:
         """Every zygote of the lineage that still runs or has children."""
@@ -110,11 +114,12 @@ class Lineage:
         retired zygotes.  True when a new zygote took over (spares of the old one are then stale)."""
         current = self.current
         early = current is not None and current.due(int(EARLY * self.renew_execs), EARLY * self.renew_s)
-        if current is not None and self.standby is None and early:
+        if current is not None and self.standby is None and early and time.monotonic() >= self._retry_at:
             try:
                 self.standby = self._start(self.kind)
             except (OSError, ZygoteLost):
                 logger.exception('could not start a new %s zygote; keeping the old one', self.kind)
+                self._retry_at = time.monotonic() + RETRY_S
         promoted = self._promote()
         self.close_drained()
         return promoted
@@ -144,7 +149,8 @@ class Lineage:
         """Seconds until the current zygote's replacement is due to start (None: nothing to renew)."""
         if self.current is None or self.standby is not None:
             return None
-        return max(0.0, self.current.started + EARLY * self.renew_s - time.monotonic())
+        due = max(self.current.started + EARLY * self.renew_s, self._retry_at)
+        return max(0.0, due - time.monotonic())
 
     def close(self) -> None:
         """Stop every zygote of the lineage."""

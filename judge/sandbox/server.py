@@ -261,14 +261,16 @@ class SlotServer:
             except (OSError, ZygoteLost):
                 logger.exception('renewing the warm parents failed')
                 continue
+            broken = False
             try:
                 reply, out = self.handle(header, blobs)
             except Exception as exc:
                 logger.exception('request failed')
-                retry = isinstance(exc, (ZygoteLost, SlotUnhealthy, CleanupError))  # the slot's failure
+                broken = isinstance(exc, (SlotUnhealthy, CleanupError))  # the slot cannot be made clean
+                retry = broken or isinstance(exc, ZygoteLost)  # the slot's failure, not the request's
                 reply, out = {'ok': False, 'error': f'{type(exc).__name__}: {exc}', 'retry': retry}, ()
             send_message(wfd, reply, out)
-            if not self.after_reply():  # exit: the worker starts a new slot server on its next request
+            if broken or not self.after_reply():  # exit: the worker starts a new slot server on its next request
                 return
 
     def close(self) -> None:

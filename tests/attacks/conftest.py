@@ -14,30 +14,29 @@ import pytest
 from tests.attack_kit import SafetyInfo, SlotHealth, run_safety_gate
 from tests.conftest import Stack
 
+_GATES: dict[str, SafetyInfo] = {}
+"""The gate's findings per gateway (the session's stack, or a module's own): proven once per stack."""
+_CLEAN: dict[str, bool] = {}
+"""Per gateway: whether the last attack left the slots checked healthy (the next need not re-check).
+The attack files run one after the other (this directory comes first), so nothing runs in between."""
+
 
 @pytest.fixture(scope='module', autouse=True)
 def safety_gate(stack: Stack, gateway_url: str) -> SafetyInfo:
     """Refuse to run any attack of the module unless the isolation it relies on is proven."""
-    return run_safety_gate(gateway_url)
-
-
-@pytest.fixture(scope='module')
-def _clean_slots() -> dict[str, bool]:
-    """Whether the module's last attack left the slots checked healthy (the next one need not re-check)."""
-    return {'clean': False}
+    if gateway_url not in _GATES:
+        _GATES[gateway_url] = run_safety_gate(gateway_url)
+    return _GATES[gateway_url]
 
 
 @pytest.fixture
-def health(
-    stack: Stack, gateway_url: str, safety_gate: SafetyInfo, _clean_slots: dict[str, bool]
-) -> Iterator[SlotHealth]:
+def health(stack: Stack, gateway_url: str, safety_gate: SafetyInfo) -> Iterator[SlotHealth]:
     """Healthy slots before the attack and after it, with the same slot servers (see `SlotHealth`)."""
     checker = SlotHealth(stack, gateway_url, safety_gate)
-    if _clean_slots['clean']:
+    if _CLEAN.pop(gateway_url, False):
         checker.servers = checker.current_servers()
     else:
         checker.before()
-    _clean_slots['clean'] = False
     yield checker
     checker.after()
-    _clean_slots['clean'] = not checker.restart_expected
+    _CLEAN[gateway_url] = not checker.restart_expected
