@@ -18,7 +18,6 @@ from __future__ import annotations
 import marshal
 import os
 import struct
-import sys
 from typing import Any, NamedTuple, NoReturn
 
 from judge.sandbox import landlock, namespaces, seccomp
@@ -196,16 +195,8 @@ def _fail(status_fd: int, exc: BaseException) -> NoReturn:
         os._exit(SETUP_FAILED_EXIT)
 
 
-def run_spare(spec: tuple[ChildPrep, ChildFds, str]) -> NoReturn:
-    """Prepare, wait for the plan, run the program; never returns.
-
-    Called at the bottom of the forked zygote's stack (`judge.sandbox.zygote_main.BOOT`), so that
-    below the user's code there is nothing of the zygote's: its bootstrap frame's names are
-    cleared here and this frame drops what it no longer needs before the program runs.
-    """
-    sys._getframe(1).f_globals.clear()
-    prep, fds, workdir = spec
-    del spec
+def run_spare(prep: ChildPrep, fds: ChildFds, workdir: str) -> NoReturn:
+    """Prepare, wait for the plan, run the program; never returns."""
     try:
         _prepare(prep, fds, workdir)
         try:
@@ -224,5 +215,4 @@ def run_spare(spec: tuple[ChildPrep, ChildFds, str]) -> NoReturn:
     except BaseException as exc:  # everything before user code is infrastructure
         _fail(fds.status, exc)
     os.close(fds.status)
-    del prep, fds, plan, stdin
     run_python(source, filename, workdir, done_path)

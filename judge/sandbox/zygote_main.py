@@ -22,13 +22,12 @@ Messages, one per datagram:
 * zygote → server: ``R`` once ready; ``S`` + pid with four fds (control, stdout, stderr, status);
 * zygote → server: ``X`` + pid, wait status, CPU seconds and max RSS (KB) of a spare it reaped.
 
-Every child of the zygote is reaped as soon as it exits (``SIGCHLD`` wakes the loop; ``__WALL``
-also reaps children that asked for no exit signal), whether it is a spare, an orphan adopted as
-subreaper, or a process cloned with ``CLONE_PARENT``.
+Every child of the zygote is reaped: a spare as soon as it exits (its pidfd wakes the loop), any
+other child (an orphan adopted as subreaper, a process cloned with ``CLONE_PARENT``, with or
+without an exit signal: ``__WALL``) whenever the loop wakes up, and at the latest when the server,
+whose slot does not empty, asks with ``W``.
 
-In a forked child, `serve` *returns* (with the spare's spec) instead of looping, all the way down
-to the bootstrap frame, which then calls `judge.sandbox.child.run_spare`: the user's code runs
-with no frame of the zygote's loop below it.
+In a forked child, `serve` calls `judge.sandbox.child.run_spare`, which never returns.
 """
 
 from __future__ import annotations
@@ -40,10 +39,10 @@ import signal
 import socket
 import struct
 import sys
+from typing import NoReturn
 
 from judge.sandbox import namespaces
-from judge.sandbox.child import ChildFds, ChildPrep, confine_forker
-from judge.sandbox.child import run_spare as run_spare
+from judge.sandbox.child import ChildFds, ChildPrep, confine_forker, run_spare
 from judge.sandbox.warm import prepare_interpreter, stack_depth
 
 SOCK_FD, PACKAGE_FD, LANDLOCK_FD = 3, 4, 5
@@ -56,10 +55,6 @@ PID = struct.Struct('>i')
 EXIT = struct.Struct('>iidq')
 MAX_MSG = 8192
 _WALL = 0x40000000  # __WALL: wait for every kind of child, whatever its exit signal
-
-
-def _noop(signum: int, frame: object) -> None:
-    """The SIGCHLD handler: the wake-up fd does the work."""
 
 
 def _forget_the_judge() -> None:
@@ -81,8 +76,8 @@ def _become_zygote(prep_message: bytes) -> ChildPrep:
     if os.getppid() != prep.server_pid:  # the server died before the parent-death signal was set
         os._exit(0)
     namespaces.set_child_subreaper(True)
-    # once for all children, whose `run_python` runs as deep as this frame: BOOT → run_spare → run_python
-    prepare_interpreter(prep.env, prep.preload, frames_below=stack_depth())
+    # once for all children, whose `run_python` runs one frame deeper: BOOT → serve → run_spare → run_python
+    prepare_interpreter(prep.env, prep.preload, frames_below=stack_depth() + 1)
     _forget_the_judge()
     os.close(PACKAGE_FD)
     sys.orig_argv[:] = [sys.executable]
@@ -92,84 +87,69 @@ def _become_zygote(prep_message: bytes) -> ChildPrep:
     return prep
 
 
-def serve() -> tuple[ChildPrep, ChildFds, str]:  # pragma: no cover - runs in the zygote process
-    """Be the zygote until the server goes away; returns only in a forked spare (its spec)."""
+def serve() -> NoReturn:  # pragma: no cover - runs in the zygote process
+    """Be the zygote until the server goes away; a forked spare goes on in `run_spare` from here.
+
+    The spare does not return from this frame first: releasing the frame's objects writes to pages
+    it shares with the zygote (measured: about 60 more page faults, 0.3 ms of CPU per execution).
+    Its locals stay reachable from the program (`sys._getframe`): the slot's `ChildPrep`, the
+    zygote's socket (closed), pid numbers and the spare's own work dir, nothing else.
+    """
     try:
         sock = socket.socket(fileno=SOCK_FD)
         prep = _become_zygote(sock.recv(MAX_MSG * 8))
-        wake_r, wake_w = os.pipe2(os.O_NONBLOCK | os.O_CLOEXEC)
-        signal.signal(signal.SIGCHLD, _noop)
-        signal.set_wakeup_fd(wake_w, warn_on_full_buffer=False)
         sock.send(b'R')
-    except BaseException:
-        os._exit(1)
-    spec = _loop(sock, prep, wake_r, wake_w)
-    return spec
-
-
-def _loop(
-    sock: socket.socket, prep: ChildPrep, wake_r: int, wake_w: int
-) -> tuple[ChildPrep, ChildFds, str]:  # pragma: no cover - runs in the zygote process
-    spares: set[int] = set()
-    listen = sock.fileno()
-    try:
+        listen = sock.fileno()
+        spares: dict[int, int] = {}  # pidfd -> pid of each spare not yet reaped
         while True:
-            ready, _, _ = select.select([listen, wake_r], [], [])
-            if wake_r in ready:
-                try:
-                    os.read(wake_r, 4096)
-                except BlockingIOError:
-                    pass
-                _reap(sock, spares)
+            ready, _, _ = select.select([listen, *spares], [], [])
+            for fd in ready:
+                if fd != listen:
+                    os.close(fd)
+                    pid = spares.pop(fd)
+                    _report(sock, pid, os.wait4(pid, _WALL))
             if listen in ready:
                 request = sock.recv(MAX_MSG)
                 if not request:
                     os._exit(0)
-                if request[:1] == b'W':
-                    _reap(sock, spares)
-                    continue
-                fds = _fork(sock, spares)
-                if fds is None:
-                    continue
-                # the spare: back to a plain process, then all the way down to the bootstrap frame
-                signal.set_wakeup_fd(-1)
-                signal.signal(signal.SIGCHLD, signal.SIG_DFL)
-                os.close(wake_r)
-                os.close(wake_w)
-                sock.close()
-                return prep, fds, os.fsdecode(request[1:])
+                if request[:1] == b'F':
+                    ctrl_r, ctrl_w = os.pipe2(os.O_CLOEXEC)
+                    out_r, out_w = os.pipe2(os.O_CLOEXEC)
+                    err_r, err_w = os.pipe2(os.O_CLOEXEC)
+                    status_r, status_w = os.pipe2(os.O_CLOEXEC)
+                    pid = os.fork()
+                    if pid == 0:  # the spare: its other descriptors are closed by `run_spare`
+                        run_spare(prep, ChildFds(ctrl_r, out_w, err_w, status_w), os.fsdecode(request[1:]))
+                    spares[os.pidfd_open(pid)] = pid
+                    ours = [ctrl_w, out_r, err_r, status_r]
+                    socket.send_fds(sock, [b'S' + PID.pack(pid)], ours)
+                    for fd in (ctrl_r, out_w, err_w, status_w, *ours):
+                        os.close(fd)
+            _reap_others(set(spares.values()))
     except BaseException:
         os._exit(1)
 
 
-def _reap(sock: socket.socket, spares: set[int]) -> None:  # pragma: no cover - runs in the zygote process
-    """Reap every child that has exited; report the spares' ends to the server."""
+def _reap_others(spares: set[int]) -> None:  # pragma: no cover - runs in the zygote process
+    """Reap every other child that has exited: orphans adopted as subreaper, ``CLONE_PARENT`` clones.
+
+    Run whenever the zygote wakes up (a spare ended, a request, or the server's ``W`` when its slot
+    does not empty); ``WNOWAIT`` first, so that a spare is left for its own pidfd to report.
+    """
     while True:
         try:
-            pid, status, usage = os.wait4(-1, os.WNOHANG | _WALL)
+            found = os.waitid(os.P_ALL, 0, os.WEXITED | os.WNOHANG | os.WNOWAIT | _WALL)
         except ChildProcessError:
             return
-        if pid == 0:
+        if found is None or found.si_pid in spares:
             return
-        if pid in spares:
-            spares.discard(pid)
-            sock.send(b'X' + EXIT.pack(pid, status, usage.ru_utime + usage.ru_stime, usage.ru_maxrss))
+        try:
+            os.waitpid(found.si_pid, os.WNOHANG | _WALL)
+        except ChildProcessError:
+            return
 
 
-def _fork(sock: socket.socket, spares: set[int]) -> ChildFds | None:  # pragma: no cover - runs in the zygote process
-    """Fork a spare; in the spare, return its ends of the pipes (None in the zygote)."""
-    ctrl_r, ctrl_w = os.pipe2(os.O_CLOEXEC)
-    out_r, out_w = os.pipe2(os.O_CLOEXEC)
-    err_r, err_w = os.pipe2(os.O_CLOEXEC)
-    status_r, status_w = os.pipe2(os.O_CLOEXEC)
-    ours = (ctrl_w, out_r, err_r, status_r)
-    pid = os.fork()
-    if pid == 0:
-        for fd in ours:
-            os.close(fd)
-        return ChildFds(ctrl=ctrl_r, stdout=out_w, stderr=err_w, status=status_w)
-    spares.add(pid)
-    socket.send_fds(sock, [b'S' + PID.pack(pid)], list(ours))
-    for fd in (ctrl_r, out_w, err_w, status_w, *ours):
-        os.close(fd)
-    return None
+def _report(sock: socket.socket, pid: int, reaped: tuple[int, int, object]) -> None:  # pragma: no cover
+    _, status, usage = reaped
+    cpu_s = usage.ru_utime + usage.ru_stime  # type: ignore[attr-defined]
+    sock.send(b'X' + EXIT.pack(pid, status, cpu_s, usage.ru_maxrss))  # type: ignore[attr-defined]
