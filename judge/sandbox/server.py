@@ -93,8 +93,11 @@ class SlotServer:
     def _workdir(self) -> str:
         self.counter += 1
         path = os.path.join(self.jail.work_base, f'w{self.counter}')
-        remove_entry(path)
-        os.mkdir(path, 0o700)
+        try:
+            os.mkdir(path, 0o700)
+        except FileExistsError:  # cannot happen in a fresh work space; be sure anyway
+            remove_entry(path)
+            os.mkdir(path, 0o700)
         give_to(self.jail, path)
         return path
 
@@ -184,7 +187,10 @@ class SlotServer:
         self._settle()
         if workdir is not None:
             remove_tree(workdir)
-            remove_entry(done_path(workdir))
+            try:
+                os.unlink(done_path(workdir))
+            except FileNotFoundError:  # not warm Python
+                pass
         self.jail.scrub()
 
     def _settle(self) -> None:
