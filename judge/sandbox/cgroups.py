@@ -89,7 +89,8 @@ class _HeldFile:
             os.close(fd)
 
 
-def _write(path: str, value: str) -> None:
+def write_control(path: str, value: str) -> None:
+    """Write ``value`` to a cgroup control file."""
     fd = os.open(path, os.O_WRONLY | os.O_CLOEXEC)
     try:
         os.write(fd, value.encode())
@@ -106,7 +107,7 @@ def enable_v2_controllers(root: str, path: str, controllers: tuple[str, ...]) ->
         os.makedirs(current, mode=0o755, exist_ok=True)
         control = os.path.join(current, 'cgroup.subtree_control')
         if not set(controllers) <= set(_read(control).split()):
-            _write(control, ' '.join(f'+{c}' for c in controllers))
+            write_control(control, ' '.join(f'+{c}' for c in controllers))
 
 
 @functools.cache
@@ -176,15 +177,15 @@ class SlotCgroup:
             swappiness = os.path.join(self.memory_dir, 'memory.swappiness')
             if os.path.exists(swappiness):
                 try:
-                    _write(swappiness, '0')
+                    write_control(swappiness, '0')
                 except OSError as exc:
                     logger.debug('cannot set %s: %s', swappiness, exc)
         else:
             swap_max = os.path.join(self.memory_dir, 'memory.swap.max')
             if os.path.exists(swap_max):
-                _write(swap_max, '0')
+                write_control(swap_max, '0')
         self.set_memory_mb(self.memory_mb)
-        _write(os.path.join(self.pids_dir, 'pids.max'), str(self.pids_max))
+        write_control(os.path.join(self.pids_dir, 'pids.max'), str(self.pids_max))
         logger.debug('created %r at %s', self, self.paths)
 
     def _enable_v2_controllers(self) -> None:
@@ -194,18 +195,18 @@ class SlotCgroup:
         """Change the memory limit (swap included, i.e. no swap)."""
         limit = str(memory_mb * 1024 * 1024)
         if self.version == 2:
-            _write(os.path.join(self.memory_dir, 'memory.max'), limit)
+            write_control(os.path.join(self.memory_dir, 'memory.max'), limit)
         else:
             mem = os.path.join(self.memory_dir, 'memory.limit_in_bytes')
             memsw = os.path.join(self.memory_dir, 'memory.memsw.limit_in_bytes')
             if not os.path.exists(memsw):
-                _write(mem, limit)
+                write_control(mem, limit)
             elif int(limit) >= int(_read(mem)):  # memsw must stay >= mem: raise memsw first
-                _write(memsw, limit)
-                _write(mem, limit)
+                write_control(memsw, limit)
+                write_control(mem, limit)
             else:
-                _write(mem, limit)
-                _write(memsw, limit)
+                write_control(mem, limit)
+                write_control(memsw, limit)
         self.memory_mb = memory_mb
 
     def join(self, pid: int = 0) -> None:
@@ -267,7 +268,7 @@ class SlotCgroup:
         deadline = time.monotonic() + timeout_s
         kill_file = os.path.join(self.memory_dir, 'cgroup.kill')
         if self.version == 2 and os.path.exists(kill_file):
-            _write(kill_file, '1')
+            write_control(kill_file, '1')
         while self.sweep():
             if time.monotonic() >= deadline:
                 logger.warning('%r: processes left after kill_all', self)
@@ -301,7 +302,7 @@ class SlotCgroup:
     def reset_peak(self) -> None:
         """Reset the peak memory counter (v1 only; v2 resets are per open file, so they are skipped)."""
         if self.version == 1:
-            _write(os.path.join(self.memory_dir, 'memory.max_usage_in_bytes'), '0')
+            write_control(os.path.join(self.memory_dir, 'memory.max_usage_in_bytes'), '0')
 
     def remove(self, timeout_s: float = 1.0) -> None:
         """Kill everything inside, then delete the cgroup directories (missing ones are ignored)."""

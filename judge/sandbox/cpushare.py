@@ -17,7 +17,7 @@ from __future__ import annotations
 
 import os
 
-from judge.sandbox.cgroups import Hierarchy, detect, enable_v2_controllers
+from judge.sandbox.cgroups import Hierarchy, detect, enable_v2_controllers, write_control
 from judge.sandbox.lazylog import get_logger
 
 logger = get_logger('judge.sandbox.cpushare')
@@ -30,14 +30,6 @@ V2_PARENT = 'parent'
 def cpu_group_path(hierarchy: Hierarchy, slot: int) -> str:
     """Where slot ``slot``'s cpu group lives below the controller's root (see the module's doc)."""
     return f'judge/slot{slot}' if hierarchy.version == 2 else f'judge-slot{slot}'
-
-
-def _write(path: str, value: str) -> None:
-    fd = os.open(path, os.O_WRONLY | os.O_CLOEXEC)
-    try:
-        os.write(fd, value.encode())
-    finally:
-        os.close(fd)
 
 
 class SlotCpu:
@@ -78,13 +70,13 @@ class SlotCpu:
             for path in self.joined_dirs:
                 os.makedirs(path, mode=0o755, exist_ok=True)
             quota = 'max' if self.cpus <= 0 else str(int(self.cpus * PERIOD_US))
-            _write(os.path.join(self.cpu_dir, 'cpu.max'), f'{quota} {PERIOD_US}')
+            write_control(os.path.join(self.cpu_dir, 'cpu.max'), f'{quota} {PERIOD_US}')
             return
         for path in self.joined_dirs:
             os.makedirs(path, mode=0o755, exist_ok=True)
-        _write(os.path.join(self.cpu_dir, 'cpu.cfs_period_us'), str(PERIOD_US))
+        write_control(os.path.join(self.cpu_dir, 'cpu.cfs_period_us'), str(PERIOD_US))
         quota_us = -1 if self.cpus <= 0 else int(self.cpus * PERIOD_US)
-        _write(os.path.join(self.cpu_dir, 'cpu.cfs_quota_us'), str(quota_us))
+        write_control(os.path.join(self.cpu_dir, 'cpu.cfs_quota_us'), str(quota_us))
 
     @property
     def procs_files(self) -> list[str]:
