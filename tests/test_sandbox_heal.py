@@ -19,7 +19,7 @@ import pytest
 
 from judge.executors import CExecutor, CppExecutor, Toolchain, cache
 from judge.executors.base import Executor
-from judge.sandbox.client import ExecRequest, SandboxError, SlotClient, SlotConfig
+from judge.sandbox.client import ExecRequest, ExecResult, SandboxError, SlotClient, SlotConfig
 from judge.sandbox.limits import Limits
 from judge.sandbox.slots import claim_slot
 from judge.settings import Settings
@@ -109,6 +109,23 @@ class _ForkingCompiler(Executor):
     version_argv: ClassVar[tuple[str, ...]] = ()
 
 
+class _HungryCompiler(_ForkingCompiler):
+    """A "compiler" that needs more memory than its limit: killed by the slot's memory cgroup."""
+
+    language = 'hungry'
+    compile_argv = (PYTHON, '-c', 'x = bytearray(2 << 30)')
+
+
+class _CountingCpp(CppExecutor):
+    """The C++ executor, counting the executions it sends to the slot."""
+
+    runs = 0
+
+    def execute(self, request: ExecRequest) -> ExecResult:
+        self.runs += 1
+        return super().execute(request)
+
+
 def _artifact_record(executor: Executor, source: str) -> dict[str, object] | None:
     return cache.read_record(executor.cache_path(executor.language, *executor.compile_key(source)))
 
@@ -125,17 +142,20 @@ def test_compile_policy_only_caches_what_the_source_decides(slot: SlotClient, ca
     # out of processes: compiled twice, then an infrastructure error; nothing cached
     forking = _ForkingCompiler(toolchain, slot)
     with pytest.raises(SandboxError, match='not because of the source'):
-        forking.compile('anything')
+        forking.compile('anything')  # twice: once more in the cleaned slot
     assert _artifact_record(forking, 'anything') is None
-    # past the time or the memory limit: a compile error, never cached
-    for limits in ({'compile_time_s': 0.05}, {'compile_memory_mb': 24}):
-        tight = CppExecutor(Toolchain(python=PYTHON, cxx=CXX, cache_dir=cache_dir, **limits), slot)  # type: ignore[arg-type]
-        source = f'#include <iostream>\nint main() {{ std::cout << 1; }}\n// {limits}\n'
-        failed = tight.compile(source)
-        assert failed is not None and not failed.ok and not failed.cacheable and failed.timed_out, (limits, failed)
-        assert _artifact_record(tight, source) is None, limits
-        ok = cpp.compile(source)  # the same source compiles under the normal limits
-        assert ok is not None and ok.ok and not ok.cached, limits
+    # past the memory limit: the same; past the time limit: at once (twice would not fit in a task)
+    hungry = _HungryCompiler(toolchain, slot)
+    with pytest.raises(SandboxError, match='exceeded 1024 MiB'):
+        hungry.compile('anything')
+    assert _artifact_record(hungry, 'anything') is None
+    slow = _CountingCpp(Toolchain(python=PYTHON, cxx=CXX, cache_dir=cache_dir, compile_time_s=0.05), slot)
+    source = '#include <iostream>\nint main() { std::cout << 1; }\n'
+    with pytest.raises(SandboxError, match='exceeded 0.05s'):
+        slow.compile(source)
+    assert slow.runs == 1 and _artifact_record(slow, source) is None
+    ok = cpp.compile(source)  # the same source compiles under the normal limits
+    assert ok is not None and ok.ok and not ok.cached
 
 
 def test_without_cgroups_no_compile_failure_is_cached(cache_dir: str) -> None:

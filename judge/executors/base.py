@@ -9,12 +9,12 @@ version command and a few limits (DMOJ style); everything else lives here:
   so it really is compiled once.  The cache is bounded (`Toolchain.cache_max_mb`); the least
   recently used entries go.
 * **Only deterministic failures are cached** (`Compiled.cacheable`): a compiler diagnostic (its
-  exit code is one of `Executor.diagnostic_exit_codes`, no signal) in a slot that accounts its
-  limits (cgroups).  A compile that hit the time, memory or output limit is compiled once more and
-  never cached; one that ran out of processes, died of a signal or failed in any other way is
-  compiled once more and, failing again, reported as an infrastructure error (`SandboxError`),
-  never as the solution's fault.  The judgement never reads the compiler's text, which the source
-  controls.
+  exit code is one of `Executor.diagnostic_exit_codes`, no signal, no limit hit, no process refused)
+  in a slot that accounts its limits (cgroups).  Any other failure (out of memory, out of processes,
+  printed too much, died of a signal...) is compiled once more in the cleaned slot and, failing
+  again, is an infrastructure error (`SandboxError`), never the solution's fault; so is a compile
+  that ran out of time, at once (a second try would not fit the task's time limit).  The judgement
+  never reads the compiler's text, which the source controls.
 * **Run** imports the cached artifact into a fresh work dir and runs ``run_argv``.
 
 Templates are `str.format` strings over `Executor.fields` (``{src}``, ``{out}``, ``{memory_mb}``,
@@ -76,8 +76,10 @@ class Compiled:
     """The compile hit its time or memory limit."""
     cacheable: bool = False
     """Deterministic (a success, or a compiler diagnostic): other submissions of the source may reuse it."""
-    infrastructure: bool = False
-    """The compile failed for a reason other than the source (out of processes, killed...)."""
+    diagnostic: bool = False
+    """A failure the compiler reported about the source (by exit code, with no limit hit, nothing refused)."""
+    over_time: bool = False
+    """The compile ran out of its wall-clock time."""
 
 
 @functools.lru_cache(maxsize=32)
@@ -224,11 +226,13 @@ class Executor:
             if cached is not None:
                 return cached
             compiled = self._compile_in_sandbox(source, artifact)
-            if not compiled.cacheable:  # a limit or a failure of the slot: once more, in a clean slot
+            if not (compiled.ok or compiled.diagnostic or compiled.over_time):
+                # out of memory or processes, killed...: once more, in the cleaned slot (a compile that ran
+                # out of time would not fit a second time in the task's time limit)
                 logger.warning('%s compile failed (%s); compiling once more', self.language, _why(compiled))
                 compiled = self._compile_in_sandbox(source, artifact)
-            if compiled.infrastructure:
-                raise SandboxError(f'{self.language} compile failed twice, not because of the source: {_why(compiled)}')
+            if not (compiled.ok or compiled.diagnostic):
+                raise SandboxError(f'{self.language} compile failed, not because of the source: {_why(compiled)}')
             if compiled.cacheable:
                 self._write_meta(artifact, compiled)
         self._maybe_evict()
@@ -269,7 +273,8 @@ class Executor:
             artifact=artifact if ok else None,
             timed_out=result.timed_out or result.memory_exceeded,
             cacheable=ok or (diagnostic and accounted),
-            infrastructure=not (ok or diagnostic or limit_hit),
+            diagnostic=diagnostic,
+            over_time=result.timed_out,
         )
 
     def _cached(self, artifact: str) -> Compiled | None:
