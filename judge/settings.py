@@ -104,6 +104,12 @@ class Settings(BaseSettings):
     """stdout+stderr beyond this kills the run with verdict `output_limit`."""
     file_size_limit_mb: int = Field(16, gt=0, validation_alias=_env('JUDGE_FILE_SIZE_LIMIT_MB'))
     pids_limit: int = Field(64, ge=8, validation_alias=_env('JUDGE_PIDS_LIMIT'))
+    slot_cpus: float = Field(1.0, ge=0, validation_alias=_env('JUDGE_SLOT_CPUS'))
+    """CPU quota of each slot, in CPUs, over all of a submission's processes (0: no quota, equal shares only)."""
+    warm_renew_execs: int = Field(1000, ge=1, validation_alias=_env('JUDGE_WARM_RENEW_EXECS'))
+    """Executions after which a slot's warm parent is replaced by a fresh interpreter (new hash secret, layout)."""
+    warm_renew_s: float = Field(300, ge=1, validation_alias=_env('JUDGE_WARM_RENEW_S'))
+    """Seconds after which a slot's warm parent is replaced, busy or idle."""
     compile_time_limit: float = Field(30, gt=0, validation_alias=_env('JUDGE_COMPILE_TIME_LIMIT'))
     compile_memory_mb: int = Field(1024, gt=0, validation_alias=_env('JUDGE_COMPILE_MEMORY_MB'))
     cache_dir: str = Field('/var/cache/judge', validation_alias=_env('JUDGE_CACHE_DIR'))

@@ -3,7 +3,12 @@
 Runs a trivial program N times per variant in rounds (so the variants share the machine's noise):
 warm and fresh Python through a slot server of each available isolated tier, and a bare
 ``python3 -I -c`` with no sandbox.  CPU counts the slot server, its children and everything they
-reaped.  Needs root for the isolated tiers.
+reaped.  Also the rate of bare ``python3 -I -S`` spawns two at a time (the floor the bench's
+throughput is compared with).  Needs root for the isolated tiers.
+
+``--fairness`` instead measures CPU fairness between two slots: an honest CPU-bound program's wall
+time alone and beside a hog of 40 busy processes (each in its own session) in the other slot, with
+the slots' cpu cgroups (`judge.sandbox.cpushare`) and without, alternated.
 """
 
 from __future__ import annotations
@@ -11,9 +16,12 @@ from __future__ import annotations
 import argparse
 import os
 import resource
+import statistics
 import subprocess
 import sys
+import threading
 import time
+from concurrent.futures import ThreadPoolExecutor
 
 from judge.sandbox.client import ExecRequest, SlotClient, SlotConfig
 from judge.sandbox.limits import Limits
@@ -37,13 +45,97 @@ def _request(python: str, mode: str) -> ExecRequest:
     return ExecRequest(limits=limits, argv=[python, '-I', 'source.py'], files={'source.py': SOURCE})
 
 
+HONEST = """
+import time
+wall = time.perf_counter()
+x = 0
+for i in range(3_000_000):
+    x += i
+print(time.perf_counter() - wall)
+"""
+HOG = """
+import os, time
+end = time.time() + 3.0
+for _ in range(40):
+    if os.fork() == 0:
+        os.setsid()
+        while time.time() < end:
+            pass
+        os._exit(0)
+time.sleep(3.0)
+"""
+
+
+def _client(python: str, **extra: object) -> tuple[SlotClient, int]:
+    index, fd = claim_slot()
+    client = SlotClient(
+        SlotConfig(
+            slot=index, python=python, work_root='/tmp/judge-cost', extra={'memory_mb': 256, 'pids': 64, **extra}
+        )
+    )
+    client.ensure_started()
+    return client, fd
+
+
+def _honest_s(client: SlotClient) -> float:
+    result = client.run(ExecRequest(limits=Limits(time_s=30), python_source=HONEST))
+    return float(result.stdout)
+
+
+def fairness(python: str, rounds: int) -> None:
+    """Honest program alone and beside a hog, with and without per-slot cpu groups, alternated."""
+    setups = {'cpu groups': {}, 'no cpu groups': {'cpu_group': False}}
+    pairs = {name: (_client(python, **extra), _client(python, **extra)) for name, extra in setups.items()}
+    figures: dict[str, list[tuple[float, float]]] = {name: [] for name in setups}
+    order = list(setups)
+    for i in range(rounds):
+        for name in order if i % 2 == 0 else reversed(order):  # ABBA
+            (hog_slot, _), (honest_slot, _) = pairs[name]
+            alone = _honest_s(honest_slot)
+            hog = threading.Thread(
+                target=hog_slot.run, args=(ExecRequest(limits=Limits(time_s=10), python_source=HOG),)
+            )
+            hog.start()
+            time.sleep(0.5)
+            beside = _honest_s(honest_slot)
+            hog.join()
+            figures[name].append((alone, beside))
+    for name, runs in figures.items():
+        ratios = [beside / alone for alone, beside in runs]
+        detail = ', '.join(f'{a:.2f}s -> {b:.2f}s' for a, b in runs)
+        sys.stdout.write(f'{name:>14}: honest alone -> beside a 40-process hog: {detail}; ')
+        sys.stdout.write(f'slowdown x{statistics.median(ratios):.2f} (median of {len(ratios)})\n')
+    for (client, fd), (other, other_fd) in pairs.values():
+        client.close()
+        other.close()
+        os.close(fd)
+        os.close(other_fd)
+
+
+def spawn_rate(python: str, n: int) -> float:
+    """Bare ``python3 -I -S`` spawns per second, two at a time, no sandbox."""
+    argv = [python, '-I', '-S', '-c', SOURCE]
+
+    def spawn(_: int) -> None:
+        subprocess.run(argv, capture_output=True, check=True)
+
+    start = time.perf_counter()
+    with ThreadPoolExecutor(2) as pool:
+        list(pool.map(spawn, range(n)))
+    return n / (time.perf_counter() - start)
+
+
 def main() -> int:
     """Print wall and CPU milliseconds per execution for each variant and round."""
     parser = argparse.ArgumentParser(description=__doc__)
     parser.add_argument('--n', type=int, default=300, help='executions per variant and round')
     parser.add_argument('--rounds', type=int, default=2)
+    parser.add_argument('--fairness', action='store_true', help='measure CPU fairness between two slots instead')
     args = parser.parse_args()
     python = Settings().python_executor_path
+    if args.fairness:
+        fairness(python, max(2, args.rounds))
+        return 0
     clients: dict[str, SlotClient] = {}
     locks = []
     for tier in ('namespaces', 'landlock'):
@@ -61,6 +153,7 @@ def main() -> int:
             continue
         clients[tier] = client
     results: dict[str, list[tuple[float, float]]] = {}
+    rates: list[float] = []
     for _ in range(args.rounds):
         for tier, client in clients.items():
             for mode in ('warm', 'fresh'):
@@ -81,10 +174,12 @@ def main() -> int:
         after = resource.getrusage(resource.RUSAGE_CHILDREN)
         cpu = (after.ru_utime + after.ru_stime - before.ru_utime - before.ru_stime) / args.n
         results.setdefault('no sandbox, fresh python3 -I', []).append((wall, cpu))
+        rates.append(spawn_rate(python, args.n))
     for name, runs in results.items():
         walls = ' / '.join(f'{w * 1000:.2f}' for w, _ in runs)
         cpus = ' / '.join(f'{c * 1000:.2f}' for _, c in runs)
         sys.stdout.write(f'{name:>30}: wall {walls} ms; CPU {cpus} ms\n')
+    sys.stdout.write(f'{"bare python3 -I -S, 2 at once":>30}: {" / ".join(f"{r:.0f}" for r in rates)} spawns/s\n')
     for client in clients.values():
         client.close()
     for fd in locks:

@@ -6,10 +6,11 @@ attack (errno in the program's own report, the verdict, or host-side checks made
 test process) and that the sandbox survived it (never ``internal_error``).
 
 SAFETY (docs/sandbox.md, "never let a sandbox bug signal host processes"): the module-scoped autouse
-fixture `safety_gate` runs first and refuses to run any attack unless a probe proves that submissions
-run as a non-root uid inside a private PID namespace, that the node reports the ``namespaces`` tier,
-and that both slots' cgroups carry the pids/memory bounds.  Only then are fork bombs, memory bombs and
-``kill(-1)`` submitted.  Set ``JUDGE_REQUIRE_ATTACKS=1`` to turn a refusal into a failure.
+fixture `safety_gate` (`tests.attack_kit.run_safety_gate`) runs first and refuses to run any attack
+unless a probe proves that submissions run as a non-root uid inside a private PID namespace, that the
+node reports the ``namespaces`` tier, and that both slots' cgroups carry the pids/memory bounds.  Only
+then are fork bombs, memory bombs and ``kill(-1)`` submitted.  Set ``JUDGE_REQUIRE_ATTACKS=1`` to turn a
+refusal into a failure.  The second attack suite (issue 17) is in tests/attacks/, one file per class.
 
 Weaknesses this suite found are regression cases at the end of the file; an open sandbox bug is marked
 ``xfail(strict=True, reason=...)`` there so the suite stays green while documenting it.
@@ -35,75 +36,32 @@ from urllib.parse import urlsplit
 import pytest
 
 from judge.sandbox import cgroups
+from tests.attack_kit import (
+    MEMORY_BOUND,
+    NPROC_SLACK,
+    PIDS_BOUND,
+    REPO,
+    SLOTS,
+    HostProc,
+    SafetyInfo,
+    batch,
+    py,
+    report_of,
+    run_safety_gate,
+    settled_slot_leftovers,
+    slot_servers,
+    survived,
+)
 from tests.conftest import TIME_LIMIT_S, Stack
-from tests.helpers import post, request
 
 pytestmark = [pytest.mark.integration, pytest.mark.attack]
 
-REPO = Path(__file__).resolve().parent.parent
 PROJECT_FILE = REPO / 'judge' / 'settings.py'
-SLOTS = 2  # MAX_WORKERS of the test stack (tests/conftest.py)
-PIDS_BOUND = 64
-MEMORY_BOUND = 256 * 1024 * 1024
 MAX_CHARS = 1000  # MAX_STDOUT_ERROR_LENGTH default
 FILE_LIMIT = 16 * 1024 * 1024  # JUDGE_FILE_SIZE_LIMIT_MB default
 DENIED = {'EPERM', 'EACCES', 'ENOENT', 'EROFS'}
 EMPTY = "OK:b''"  # /etc/shadow is covered by a /dev/null bind mount: reading it may succeed, with nothing
 NET_DENIED = {'EPERM', 'EACCES', 'ENETUNREACH'}
-
-# Common helpers prepended to every attack program.  `P` holds the case's parameters; `report` prints one
-# compact JSON line (stdout is cut at MAX_CHARS, so reports stay short); `attempt` returns 'OK[:value]'
-# or the errno name of the OSError that stopped the call.
-PRELUDE = """\
-import errno, json, os, sys
-def attempt(fn, *args):
-    try:
-        value = fn(*args)
-    except OSError as e:
-        return errno.errorcode.get(e.errno, type(e).__name__) if e.errno else type(e).__name__
-    except Exception as e:
-        return type(e).__name__
-    return 'OK' if value is None else 'OK:' + str(value)[:40]
-def read(path):
-    with open(path, 'rb') as f:
-        return f.read(64)
-def report(**kw):
-    print(json.dumps(kw, sort_keys=True, separators=(',', ':')), flush=True)
-"""
-
-PROBE = """
-import resource, time
-status = {}
-try:
-    with open('/proc/self/status') as f:
-        for line in f:
-            key, _, value = line.partition(':')
-            if key in ('NSpid', 'Uid'):
-                status[key] = value.split()
-except OSError as e:
-    status['error'] = e.errno
-try:
-    pidns = os.readlink('/proc/self/ns/pid')
-except OSError as e:
-    pidns = 'error:%d' % e.errno
-try:
-    with open('/proc/self/cgroup') as f:
-        cgroup = [line.strip() for line in f if 'pids' in line or 'memory' in line or line.startswith('0::')]
-except OSError:
-    cgroup = []
-try:
-    visible = len([x for x in os.listdir('/proc') if x.isdigit()])
-except OSError:
-    visible = None
-time.sleep(0.3)  # keep this slot busy so the other probe lands on the other slot
-try:
-    with open('/proc/%d/stat' % os.getppid()) as f:
-        pppid = int(f.read().rpartition(')')[2].split()[1])
-except OSError as e:
-    pppid = 'error:%d' % e.errno
-report(uid=os.getuid(), euid=os.geteuid(), pid=os.getpid(), ppid=os.getppid(), pppid=pppid, nspid=status.get('NSpid'),
-       pidns=pidns, cgroup=cgroup, nproc=resource.getrlimit(resource.RLIMIT_NPROC), visible=visible)
-"""
 
 NETWORK = """
 import socket
@@ -549,159 +507,8 @@ SYSCALL_NUMBERS: dict[str, dict[str, int]] = {
 # helpers
 
 
-def _program(body: str, **params: Any) -> str:
-    return f'P = {params!r}\n{PRELUDE}{body}'
-
-
-def _py(body: str, expected: str | None = None, **params: Any) -> dict[str, Any]:
-    sub: dict[str, Any] = {'type': 'python', 'solution': _program(body, **params)}
-    if expected is not None:
-        sub['expected_output'] = expected
-    return sub
-
-
-def _batch(url: str, subs: list[dict[str, Any]], route: str = '/run/long-batch') -> list[dict[str, Any]]:
-    results: list[dict[str, Any]] = post(url, route, {'type': 'batch', 'submissions': subs}, timeout_s=150)['results']
-    assert len(results) == len(subs)
-    return results
-
-
-def _report(result: dict[str, Any]) -> dict[str, Any]:
-    """The program's own JSON report (its last JSON line on stdout)."""
-    for line in reversed((result.get('stdout') or '').splitlines()):
-        if line.startswith('{'):
-            data: dict[str, Any] = json.loads(line)
-            return data
-    raise AssertionError(f'no report in the output: {result!r}')
-
-
-def _survived(result: dict[str, Any]) -> None:
-    """The sandbox itself must come through every attack: a normal verdict, never an infrastructure error."""
-    assert result['verdict'] not in ('internal_error', 'queue_timeout'), result
-    assert result['reason'] not in ('internal_error', 'queue_timeout'), result
-    assert not result.get('error'), result
-
-
 def _refused(outcome: Any) -> bool:
     return isinstance(outcome, str) and not outcome.startswith('OK')
-
-
-def _host_pidns() -> str:
-    return os.readlink('/proc/self/ns/pid')
-
-
-@dataclass(frozen=True)
-class HostProc:
-    """A host process as this (root) test process sees it in /proc."""
-
-    pid: int
-    ppid: int
-    uid: int
-    state: str
-    cmdline: str
-
-    @property
-    def cwd(self) -> str:
-        try:
-            return os.readlink(f'/proc/{self.pid}/cwd')
-        except OSError:
-            return ''
-
-
-def _proc_info(pid: int) -> HostProc | None:
-    try:
-        stat_text = Path(f'/proc/{pid}/stat').read_text()
-        status = Path(f'/proc/{pid}/status').read_text()
-        cmdline = Path(f'/proc/{pid}/cmdline').read_bytes().replace(b'\0', b' ').decode(errors='replace')
-    except OSError:
-        return None
-    fields = stat_text.rpartition(')')[2].split()
-    uid = next(int(line.split()[1]) for line in status.splitlines() if line.startswith('Uid:'))
-    return HostProc(pid, int(fields[1]), uid, fields[0], cmdline.strip())
-
-
-def _host_procs() -> dict[int, HostProc]:
-    """Every process on the host."""
-    info = {}
-    for entry in os.listdir('/proc'):
-        if entry.isdigit():
-            got = _proc_info(int(entry))
-            if got is not None:
-                info[got.pid] = got
-    return info
-
-
-def _descendants(root: int) -> dict[int, HostProc]:
-    """Host processes below ``root``."""
-    info = _host_procs()
-    children: dict[int, list[int]] = {}
-    for proc in info.values():
-        children.setdefault(proc.ppid, []).append(proc.pid)
-    found: dict[int, HostProc] = {}
-    todo = list(children.get(root, []))
-    while todo:
-        pid = todo.pop()
-        found[pid] = info[pid]
-        todo.extend(children.get(pid, []))
-    return found
-
-
-def _is_slot_server(proc: HostProc) -> bool:
-    return proc.uid == 0 and 'sandbox/server.py' in proc.cmdline
-
-
-def _slot_leftovers(gate: SafetyInfo) -> dict[int, HostProc]:
-    """Live (non-zombie) processes of this stack's slot uids anywhere on the host, except idle spares.
-
-    Slot numbers, hence slot uids, are unique per host (judge.sandbox.slots), so every process of these
-    uids belongs to this stack.  A slot server may keep one pre-forked, already jailed child waiting for
-    the next request (a spare: forked, not exec'd, so it has its server's command line, and it waits in
-    a fresh, existing work dir); one such child per slot server is not a leftover.
-    """
-    procs = _host_procs()
-    live = {pid: p for pid, p in procs.items() if p.uid in gate.slot_uids and p.state not in ('Z', 'X')}
-    spare_of: dict[int, int] = {}
-    for pid, proc in sorted(live.items()):
-        parent = procs.get(proc.ppid)
-        if (
-            parent is not None
-            and _is_slot_server(parent)
-            and proc.cmdline == parent.cmdline
-            and proc.cwd
-            and not proc.cwd.endswith('(deleted)')
-            and proc.ppid not in spare_of
-        ):
-            spare_of[proc.ppid] = pid
-    spares = set(spare_of.values())
-    return {pid: proc for pid, proc in live.items() if pid not in spares}
-
-
-def _settled_slot_leftovers(gate: SafetyInfo, timeout_s: float = 2.0) -> dict[int, HostProc]:
-    """`_slot_leftovers`, allowing the moment a slot server takes to kill and reap after it answered.
-
-    A warm Python child reports its end before its (slow) exit, and its slot server answers at once,
-    then kills and reaps everything of the execution before running anything else.  A process that
-    is still there after ``timeout_s`` survived its execution.
-    """
-    deadline = time.monotonic() + timeout_s
-    while True:
-        leftovers = _slot_leftovers(gate)
-        if not leftovers or time.monotonic() >= deadline:
-            return leftovers
-        time.sleep(0.05)
-
-
-def _slot_servers(stack: Stack) -> set[int]:
-    """The slot servers below the worker: per slot the outer relay and the server inside the namespaces.
-
-    Their children (a spare still setting itself up is briefly root with the same command line) are not
-    slot servers.
-    """
-    below = _descendants(stack.worker.proc.pid)
-    servers = {pid for pid, proc in below.items() if _is_slot_server(proc)}
-    outer = {pid for pid in servers if below[pid].ppid not in servers}
-    inner = {pid for pid in servers if below[pid].ppid in outer}
-    return outer | inner
 
 
 def _pgrep(pattern: str) -> list[str]:
@@ -716,86 +523,10 @@ def _port(url: str) -> int:
     return port
 
 
-# --------------------------------------------------------------------------------------------------
-# the safety gate
-
-
-@dataclass
-class SafetyInfo:
-    """What the gate established about the slots."""
-
-    slot_uids: set[int] = field(default_factory=set)
-    cgroups: dict[str, str] = field(default_factory=dict)  # controller-relative cgroup path -> pids.max
-    probes: list[dict[str, Any]] = field(default_factory=list)
-
-
-def _cgroup_limits(paths: list[str]) -> tuple[str, int]:
-    """Check on the host the bounds of a probe's slot cgroup; returns (its pids cgroup path, pids.max)."""
-    hierarchy = cgroups.detect()
-    assert hierarchy is not None, 'no memory+pids cgroup hierarchy on this host'
-    pids_rel = memory_rel = None
-    for line in paths:
-        _, controllers, rel = line.split(':', 2)
-        if hierarchy.version == 2 and controllers == '':
-            pids_rel = memory_rel = rel
-        elif 'pids' in controllers.split(','):
-            pids_rel = rel
-        elif 'memory' in controllers.split(','):
-            memory_rel = rel
-    assert pids_rel and memory_rel and pids_rel != '/', f'the probe is in no slot cgroup: {paths}'
-    pids_max = Path(hierarchy.pids_root, pids_rel.lstrip('/'), 'pids.max').read_text().strip()
-    memory_file = 'memory.max' if hierarchy.version == 2 else 'memory.limit_in_bytes'
-    memory_max = Path(hierarchy.memory_root, memory_rel.lstrip('/'), memory_file).read_text().strip()
-    assert pids_max != 'max' and int(pids_max) <= PIDS_BOUND, f'{pids_rel}: pids.max {pids_max}'
-    assert memory_max != 'max' and int(memory_max) <= MEMORY_BOUND, f'{memory_rel}: memory limit {memory_max}'
-    return pids_rel, int(pids_max)
-
-
-def _check_probe(result: dict[str, Any], host_pidns: str) -> dict[str, Any]:
-    assert result['verdict'] == 'accepted', f'the probe did not run: {result}'
-    probe = _report(result)
-    assert probe['uid'] != 0 and probe['euid'] != 0, f'submissions run as ROOT: {probe}'
-    assert probe['pidns'].startswith('pid:['), f'cannot tell the probe pid namespace: {probe}'
-    assert probe['pidns'] != host_pidns, f'submissions share the HOST pid namespace: {probe}'
-    # /proc is the slot's own (one NSpid level), the parent is the slot's zygote, whose parent is the
-    # init of that namespace (the slot server), and only a handful of processes exist there.
-    # (In-namespace pid numbers grow with the slot's history, so "pid < 100" is not required; the
-    # namespace identity above is the stronger check.)
-    assert probe['nspid'] == [str(probe['pid'])], f'NSpid does not show a private pid namespace: {probe}'
-    assert probe['ppid'] > 1 and probe['pppid'] == 1, (
-        f'the grandparent is not the init of a private pid namespace: {probe}'
-    )
-    assert probe['visible'] is not None and probe['visible'] <= 8, f'the probe sees many processes: {probe}'
-    assert 0 < probe['nproc'][1] <= PIDS_BOUND, f'RLIMIT_NPROC is not bounded: {probe}'
-    return probe
-
-
 @pytest.fixture(scope='module', autouse=True)
 def safety_gate(stack: Stack, gateway_url: str) -> SafetyInfo:
     """Refuse to run any attack unless submissions are non-root, in a private pidns, in bounded cgroups."""
-    info = SafetyInfo()
-    try:
-        status, payload = request(gateway_url + '/status')
-        assert status == 200, (status, payload)
-        assert payload.get('isolation') == 'namespaces', f'isolation tier is {payload.get("isolation")!r}'
-        host_pidns = _host_pidns()
-        for _ in range(3):  # until both slots have answered a probe
-            for result in _batch(gateway_url, [_py(PROBE) for _ in range(SLOTS)], route='/run/batch'):
-                probe = _check_probe(result, host_pidns)
-                rel, pids_max = _cgroup_limits(probe['cgroup'])
-                info.cgroups[rel] = str(pids_max)
-                info.slot_uids.add(probe['uid'])
-                info.probes.append(probe)
-            if len(info.slot_uids) >= SLOTS and len(info.cgroups) >= SLOTS:
-                break
-        assert len(info.slot_uids) >= SLOTS, f'only slot uids {info.slot_uids} answered'
-        assert len(info.cgroups) >= SLOTS, f'only slot cgroups {info.cgroups} answered'
-    except AssertionError as exc:
-        message = f'ATTACK SUITE REFUSED TO RUN (sandbox safety gate): {exc}'
-        if os.environ.get('JUDGE_REQUIRE_ATTACKS') == '1':
-            pytest.fail(message, pytrace=False)
-        pytest.skip(message)
-    return info
+    return run_safety_gate(gateway_url)
 
 
 def test_safety_gate_established_isolation(safety_gate: SafetyInfo) -> None:
@@ -851,20 +582,20 @@ def attack(stack: Stack, gateway_url: str, safety_gate: SafetyInfo) -> Iterator[
     arch = os.uname().machine
     cases: dict[str, dict[str, Any]] = {
         # the two wall-clock cases first, so they run side by side on the two slots
-        'alarm': _py(ALARM),
-        'daemon_linger': _py(
+        'alarm': py(ALARM),
+        'daemon_linger': py(
             DAEMON,
             base=base,
             popen_marker=markers['linger_popen'],
             fork_marker=markers['linger_fork'],
             linger=True,
         ),
-        'daemon_exit': _py(
+        'daemon_exit': py(
             DAEMON, base=base, popen_marker=markers['exit_popen'], fork_marker=markers['exit_fork'], linger=False
         ),
-        'network': _py(NETWORK, redis_port=_port(stack.redis_url), gateway_port=_port(gateway_url)),
-        'dns': _py(DNS),
-        'read_files': _py(
+        'network': py(NETWORK, redis_port=_port(stack.redis_url), gateway_port=_port(gateway_url)),
+        'dns': py(DNS),
+        'read_files': py(
             READ_FILES,
             project_file=str(PROJECT_FILE),
             repo=str(REPO),
@@ -872,37 +603,37 @@ def attack(stack: Stack, gateway_url: str, safety_gate: SafetyInfo) -> Iterator[
             var_tmp_secret=str(paths['var_tmp_secret']),
             worker_pid=stack.worker.proc.pid,
         ),
-        'write_files': _py(
+        'write_files': py(
             WRITE_FILES,
             name=marker,
             cgroup_roots=[str(Path(root, 'cgroup.procs')) for root in dict.fromkeys(_roots()) if os.path.isdir(root)],
             **{k: str(paths[k]) for k in ('tmp', 'var_tmp', 'dev_shm', 'cache', 'repo')},
         ),
-        'list_proc': _py(LIST_PROC),
-        'forged_done': _py(FORGED_DONE),
-        'fork_bomb': _py(FORK_BOMB),
-        'thread_bomb': _py(THREAD_BOMB),
-        'memory_bomb': _py(MEMORY_BOMB, expected='done'),
-        'rlimits': _py(RLIMITS),
-        'stdout_flood': _py(STDOUT_FLOOD, expected='x'),
-        'stderr_flood': _py(STDERR_FLOOD),
-        'huge_file': _py(HUGE_FILE, name=f'{marker}.bin'),
-        'symlinks': _py(SYMLINKS, project_file=str(PROJECT_FILE), repo=str(REPO)),
-        'environment': _py(ENVIRONMENT),
-        'dev_nodes': _py(DEV_NODES),
-        'dev_shm': _py(DEV_SHM, name=f'{marker}-shm'),
+        'list_proc': py(LIST_PROC),
+        'forged_done': py(FORGED_DONE),
+        'fork_bomb': py(FORK_BOMB),
+        'thread_bomb': py(THREAD_BOMB),
+        'memory_bomb': py(MEMORY_BOMB, expected='done'),
+        'rlimits': py(RLIMITS),
+        'stdout_flood': py(STDOUT_FLOOD, expected='x'),
+        'stderr_flood': py(STDERR_FLOOD),
+        'huge_file': py(HUGE_FILE, name=f'{marker}.bin'),
+        'symlinks': py(SYMLINKS, project_file=str(PROJECT_FILE), repo=str(REPO)),
+        'environment': py(ENVIRONMENT),
+        'dev_nodes': py(DEV_NODES),
+        'dev_shm': py(DEV_SHM, name=f'{marker}-shm'),
         'cpp_include_shadow': {'type': 'cpp', 'solution': CPP_INCLUDE % '/etc/shadow'},
         'cpp_include_project': {'type': 'cpp', 'solution': CPP_INCLUDE % PROJECT_FILE},
     }
     if arch in SYSCALL_NUMBERS:
-        cases['syscalls'] = _py(SYSCALLS, nr=SYSCALL_NUMBERS[arch])
+        cases['syscalls'] = py(SYSCALLS, nr=SYSCALL_NUMBERS[arch])
     state = Attack(marker=marker, paths=paths, markers=markers)
     try:
         start = time.monotonic()
-        results = _batch(gateway_url, list(cases.values()))
+        results = batch(gateway_url, list(cases.values()))
         state.wall_s = time.monotonic() - start
         # host-side checks right after the answer, before anything else runs
-        state.leftovers = _settled_slot_leftovers(safety_gate)
+        state.leftovers = settled_slot_leftovers(safety_gate.slot_uids)
         state.daemons_after = _pgrep(base)
         state.results = dict(zip(cases, results, strict=True))
         yield state
@@ -927,8 +658,8 @@ def test_main_batch_survived_every_attack(attack: Attack) -> None:
 
 def test_network_tcp_udp_ipv6_raw_are_refused(attack: Attack) -> None:
     result = attack.results['network']
-    _survived(result)
-    got = _report(result)
+    survived(result)
+    got = report_of(result)
     for name in ('redis_tcp', 'gateway_tcp', 'redis_tcp6', 'outside_tcp', 'udp', 'udp6', 'raw', 'netlink'):
         assert got[name] in NET_DENIED, (name, got)
     # the seccomp filter refuses the socket itself (EPERM) before any address is tried
@@ -937,15 +668,15 @@ def test_network_tcp_udp_ipv6_raw_are_refused(attack: Attack) -> None:
 
 def test_dns_lookup_fails(attack: Attack) -> None:
     result = attack.results['dns']
-    _survived(result)
-    dns = _report(result)['dns']
+    survived(result)
+    dns = report_of(result)['dns']
     assert dns.startswith('gaierror:') or dns in NET_DENIED, dns
 
 
 def test_host_files_are_unreadable(attack: Attack) -> None:
     result = attack.results['read_files']
-    _survived(result)
-    got = _report(result)
+    survived(result)
+    got = report_of(result)
     for name, outcome in got.items():
         assert outcome in DENIED or (name == 'shadow' and outcome == EMPTY), (name, outcome)
     assert f'TOP-SECRET-{attack.marker}' not in result['stdout'] + result['stderr']
@@ -954,8 +685,8 @@ def test_host_files_are_unreadable(attack: Attack) -> None:
 
 def test_writes_never_reach_the_host(attack: Attack) -> None:
     result = attack.results['write_files']
-    _survived(result)
-    got = _report(result)
+    survived(result)
+    got = report_of(result)
     for name in ('tmp', 'var_tmp', 'cache', 'repo', 'slot_dir'):
         assert got[name] in DENIED, (name, got)
     assert got['dev_shm'] in DENIED or got['dev_shm'] == 'OK'  # the slot's /dev/shm is private anyway
@@ -966,29 +697,29 @@ def test_writes_never_reach_the_host(attack: Attack) -> None:
 
 def test_proc_shows_no_host_process(stack: Stack, attack: Attack) -> None:
     result = attack.results['list_proc']
-    _survived(result)
-    got = _report(result)
+    survived(result)
+    got = report_of(result)
     if 'error' in got:
         assert got['error'] == 'EACCES', got
         return
-    assert len(got['pids']) <= 8, got
-    assert got['me'] in got['pids'] and got['ppid'] in got['pids'] and 1 in got['pids'], got
+    # the slot's own /proc, mounted hidepid: only the program's own processes, not even its parent (the
+    # slot's root zygote) or pid 1 (the slot server)
+    assert got['pids'] == [got['me']], got
     assert os.getpid() not in got['pids'] and stack.worker.proc.pid not in got['pids'], got
-    assert got['host_words'] == [], got
-    assert 'sandbox/server.py' in got['init'], got  # pid 1 there is the slot server itself
+    assert got['host_words'] == [] and got['init'] == '', got
 
 
 def test_fork_bomb_is_stopped_by_the_pids_limit(attack: Attack) -> None:
     result = attack.results['fork_bomb']
-    _survived(result)
-    got = _report(result)
+    survived(result)
+    got = report_of(result)
     assert got['errno'] == 'EAGAIN' and 0 < got['forks'] < PIDS_BOUND, got
     assert result['verdict'] == 'runtime_error' and result['exit_code'] == 1, result
     assert 'BlockingIOError: [Errno 11]' in result['stderr'], result
     assert result['cost'] < TIME_LIMIT_S, result  # stopped by the limit, not by the clock
 
 
-def test_no_process_outlives_the_batch(attack: Attack) -> None:
+def test_no_process_outlives_thebatch(attack: Attack) -> None:
     # the fork bomb left 63 sleepers, the thread bomb 63 threads, two daemons were started
     assert attack.leftovers == {}, attack.leftovers
 
@@ -998,15 +729,15 @@ def test_a_forged_end_only_ends_its_own_execution(attack: Attack) -> None:
     # then the program is killed (test_no_process_outlives_the_batch).  The FIFO is the slot uid's
     # alone, so no other slot's program can end this one early.
     result = attack.results['forged_done']
-    _survived(result)
-    assert _report(result) == {'fifo': True, 'mode': '0o600', 'mine': True}, result
+    survived(result)
+    assert report_of(result) == {'fifo': True, 'mode': '0o600', 'mine': True}, result
     assert result['exit_code'] == 0 and result['cost'] < TIME_LIMIT_S / 2, result  # not cut by the clock
 
 
 def test_thread_bomb_is_stopped(attack: Attack) -> None:
     result = attack.results['thread_bomb']
-    _survived(result)
-    got = _report(result)
+    survived(result)
+    got = report_of(result)
     assert got['error'] == "can't start new thread" and 0 < got['threads'] < PIDS_BOUND, got
     assert result['verdict'] == 'runtime_error', result
     assert "RuntimeError: can't start new thread" in result['stderr'], result
@@ -1014,7 +745,7 @@ def test_thread_bomb_is_stopped(attack: Attack) -> None:
 
 def test_memory_bomb_is_a_memory_limit(attack: Attack) -> None:
     result = attack.results['memory_bomb']
-    _survived(result)
+    survived(result)
     assert result['verdict'] == 'memory_limit', result
     assert result['success'] is False and result['run_success'] is False, result
     assert 'done' not in result['stdout'], result
@@ -1024,15 +755,15 @@ def test_memory_bomb_is_a_memory_limit(attack: Attack) -> None:
 
 def test_rlimits_cannot_be_raised(attack: Attack) -> None:
     result = attack.results['rlimits']
-    _survived(result)
-    got = _report(result)
+    survived(result)
+    got = report_of(result)
     limits = got['limits']
     for name in ('CPU', 'NPROC', 'FSIZE', 'NOFILE', 'CORE'):
         outcome, soft, hard = limits[name]
         assert outcome == 'ValueError:not allowed to raise maximum limit', (name, limits[name])
         assert 0 <= soft <= hard, (name, limits[name])
     assert limits['CPU'][2] <= TIME_LIMIT_S + 1
-    assert limits['NPROC'][2] <= PIDS_BOUND
+    assert limits['NPROC'][2] <= PIDS_BOUND + NPROC_SLACK  # the pids cgroup is the bound; this a backstop
     assert limits['FSIZE'][2] == FILE_LIMIT
     assert limits['CORE'][2] == 0
     assert limits['AS'][0] in ('unlimited', 'ValueError:not allowed to raise maximum limit')  # memory: cgroup
@@ -1041,7 +772,7 @@ def test_rlimits_cannot_be_raised(attack: Attack) -> None:
 
 def test_cancelled_alarms_still_hit_the_wall_limit(attack: Attack) -> None:
     result = attack.results['alarm']
-    _survived(result)
+    survived(result)
     assert (result['verdict'], result['reason'], result['exit_code']) == ('time_limit', 'worker_timeout', -9), result
     assert TIME_LIMIT_S - 0.5 <= result['cost'] <= TIME_LIMIT_S + 1.5, result
     assert result['stdout'].startswith('sleeping\n') and 'woke up' not in result['stdout'], result
@@ -1050,7 +781,7 @@ def test_cancelled_alarms_still_hit_the_wall_limit(attack: Attack) -> None:
 @pytest.mark.parametrize('stream', ['stdout', 'stderr'])
 def test_infinite_output_is_an_output_limit(attack: Attack, stream: str) -> None:
     result = attack.results[f'{stream}_flood']
-    _survived(result)
+    survived(result)
     assert result['verdict'] == 'output_limit' and result['exit_code'] == -9, result
     assert result[f'{stream}_truncated'] is True, result
     assert 0 < len(result[stream]) <= MAX_CHARS, len(result[stream])
@@ -1060,8 +791,8 @@ def test_infinite_output_is_an_output_limit(attack: Attack, stream: str) -> None
 
 def test_huge_file_is_stopped_and_host_disk_untouched(stack: Stack, attack: Attack) -> None:
     result = attack.results['huge_file']
-    _survived(result)
-    got = _report(result)
+    survived(result)
+    got = report_of(result)
     assert got['errno'] in ('EFBIG', 'ENOSPC') and got['mib'] <= FILE_LIMIT >> 20, got
     assert result['verdict'] == 'runtime_error', result
     assert '[Errno 27] File too large' in result['stderr'], result  # RLIMIT_FSIZE (SIGXFSZ is ignored)
@@ -1073,8 +804,8 @@ def test_huge_file_is_stopped_and_host_disk_untouched(stack: Stack, attack: Atta
 @pytest.mark.parametrize('variant', ['exit', 'linger'])
 def test_setsid_daemons_do_not_outlive_the_execution(attack: Attack, variant: str) -> None:
     result = attack.results[f'daemon_{variant}']
-    _survived(result)
-    got = _report(result)
+    survived(result)
+    got = report_of(result)
     popen_marker, fork_marker = attack.markers[f'{variant}_popen'], attack.markers[f'{variant}_fork']
     assert any(popen_marker in cmd for cmd in got['running']), got  # both daemons were really running
     assert any(fork_marker in cmd for cmd in got['running']), got
@@ -1088,8 +819,8 @@ def test_setsid_daemons_do_not_outlive_the_execution(attack: Attack, variant: st
 
 def test_symlink_tricks_in_the_work_dir(stack: Stack, attack: Attack) -> None:
     result = attack.results['symlinks']
-    _survived(result)
-    got = _report(result)
+    survived(result)
+    got = report_of(result)
     for name, outcome in got.items():
         # an empty listing is the hidden (empty tmpfs) project dir; an empty read is /etc/shadow's /dev/null
         assert _refused(outcome) or outcome == {'project_dir_link': 'OK:[]'}.get(name, EMPTY), (name, outcome)
@@ -1103,8 +834,8 @@ def test_dangerous_syscalls_are_refused(attack: Attack) -> None:
     if 'syscalls' not in attack.results:
         pytest.skip(f'no syscall table for {os.uname().machine}')
     result = attack.results['syscalls']
-    _survived(result)
-    got = _report(result)
+    survived(result)
+    got = report_of(result)
     clone3 = got.pop('clone3')
     assert clone3 == 'ENOSYS', clone3  # so that glibc falls back to clone, whose flags seccomp can see
     for name, outcome in got.items():
@@ -1113,8 +844,8 @@ def test_dangerous_syscalls_are_refused(attack: Attack) -> None:
 
 def test_environment_is_clean_and_unprivileged(attack: Attack, safety_gate: SafetyInfo) -> None:
     result = attack.results['environment']
-    _survived(result)
-    got = _report(result)
+    survived(result)
+    got = report_of(result)
     keys = got['keys']
     secret_prefixes = ('MAX_', 'JUDGE_', 'CELERY', 'AWS', 'LD_')
     assert 'REDIS_URI' not in keys and not [k for k in keys if k.startswith(secret_prefixes)], keys
@@ -1130,7 +861,7 @@ def test_environment_is_clean_and_unprivileged(attack: Attack, safety_gate: Safe
 @pytest.mark.parametrize('target', ['/etc/shadow', 'project'])
 def test_cpp_include_of_host_files(attack: Attack, target: str) -> None:
     result = attack.results['cpp_include_shadow' if target == '/etc/shadow' else 'cpp_include_project']
-    _survived(result)
+    survived(result)
     if target == '/etc/shadow':
         # refused, or it includes the empty /dev/null that covers /etc/shadow: never a password hash
         assert (
@@ -1149,12 +880,12 @@ def test_cpp_include_of_host_files(attack: Attack, target: str) -> None:
 
 def test_kill_minus_one_cannot_reach_another_execution(stack: Stack, gateway_url: str) -> None:
     host_pids = [os.getpid(), stack.worker.proc.pid, stack.redis.proc.pid, stack.gateway.proc.pid]
-    servers = _slot_servers(stack)
-    subs = [_py(SLEEPER), _py(KILLER, host_pids=host_pids)]
-    sleeper, killer = _batch(gateway_url, subs, route='/run/batch')
-    _survived(sleeper)
-    _survived(killer)
-    slept, killed = _report(sleeper), _report(killer)
+    servers = slot_servers(stack)
+    subs = [py(SLEEPER), py(KILLER, host_pids=host_pids)]
+    sleeper, killer = batch(gateway_url, subs, route='/run/batch')
+    survived(sleeper)
+    survived(killer)
+    slept, killed = report_of(sleeper), report_of(killer)
     assert sleeper['verdict'] == 'accepted' and slept['alive'] is True, sleeper
     assert slept['start'] < killed['start'] < slept['end'], (slept, killed)  # the attack ran during the sleep
     # Its pid namespace holds only init (the slot server, skipped by kill -1) and the root zygote
@@ -1164,11 +895,11 @@ def test_kill_minus_one_cannot_reach_another_execution(stack: Stack, gateway_url
     assert set(killed['tally']) <= {'ESRCH', 'EPERM'}, killed
     assert killed['host_pids_visible'] == ['ESRCH'] * len(host_pids), killed
     assert stack.worker.proc.poll() is None and stack.gateway.proc.poll() is None and stack.redis.proc.poll() is None
-    assert _slot_servers(stack) == servers  # no slot server (or its zygote) died and was replaced
+    assert slot_servers(stack) == servers  # no slot server (or its zygote) died and was replaced
 
 
 def test_killing_the_parent_leaves_the_slot_alive(stack: Stack, gateway_url: str) -> None:
-    before = _slot_servers(stack)
+    before = slot_servers(stack)
     assert before, 'no slot server found below the worker'
     normal = {
         'type': 'python',
@@ -1176,16 +907,16 @@ def test_killing_the_parent_leaves_the_slot_alive(stack: Stack, gateway_url: str
         'input': '2 3',
         'expected_output': '5',
     }
-    results = _batch(gateway_url, [_py(KILL_PARENT), _py(KILL_PARENT), normal, normal, normal, normal])
+    results = batch(gateway_url, [py(KILL_PARENT), py(KILL_PARENT), normal, normal, normal, normal])
     for result in results[:2]:
-        _survived(result)
-        got = _report(result)
+        survived(result)
+        got = report_of(result)
         assert got['ppid'] > 1, got  # the parent is the slot's zygote, a root process
         assert got['kill_parent'] == 'EPERM' and got['stop_init'] == 'EPERM' and got['term_init'] == 'EPERM', got
         assert got['killpg_init'] in ('EPERM', 'ESRCH', 'no-group-here'), got
     for result in results[2:]:
         assert result['verdict'] == 'accepted' and result['stdout'] == '5\n', result
-    assert _slot_servers(stack) == before  # the same slot servers: none died and none was restarted
+    assert slot_servers(stack) == before  # the same slot servers: none died and none was restarted
 
 
 # --------------------------------------------------------------------------------------------------
@@ -1201,16 +932,16 @@ def test_no_state_survives_between_executions(gateway_url: str) -> None:
     """
     key = random.randrange(0x10000000, 0x7FFFFFFF)
     marker = f'state-{uuid.uuid4().hex[:12]}'
-    created = _batch(gateway_url, [_py(STATE_CREATE, key=key, marker=marker)], route='/run/batch')[0]
-    _survived(created)
-    made = _report(created)
+    created = batch(gateway_url, [py(STATE_CREATE, key=key, marker=marker)], route='/run/batch')[0]
+    survived(created)
+    made = report_of(created)
     assert made['made']['home'] == 'OK', made  # its own work dir is writable
     seen: dict[str, Any] | None = None
     for _ in range(6):  # readers until one lands on the creator's slot (it also removes what it finds)
-        readers = [_py(STATE_READ, key=key, marker=marker, workdir=made['workdir']) for _ in range(SLOTS)]
-        for result in _batch(gateway_url, readers, route='/run/batch'):
-            _survived(result)
-            got = _report(result)
+        readers = [py(STATE_READ, key=key, marker=marker, workdir=made['workdir']) for _ in range(SLOTS)]
+        for result in batch(gateway_url, readers, route='/run/batch'):
+            survived(result)
+            got = report_of(result)
             if got['cgroup'] == made['cgroup']:
                 seen = got
         if seen is not None:
@@ -1222,11 +953,11 @@ def test_no_state_survives_between_executions(gateway_url: str) -> None:
 def test_compile_cache_of_other_submissions_is_unreadable(stack: Stack, gateway_url: str) -> None:
     marker = f'CACHED-{uuid.uuid4().hex[:12]}'
     cpp = {'type': 'cpp', 'solution': f'#include <cstdio>\nint main() {{ puts("{marker}"); return 0; }}\n'}
-    compiled = _batch(gateway_url, [cpp], route='/run/batch')[0]
+    compiled = batch(gateway_url, [cpp], route='/run/batch')[0]
     assert compiled['verdict'] == 'accepted' and compiled['stdout'] == marker + '\n', compiled
-    snoop = _batch(gateway_url, [_py(CACHE_SNOOP, cache=stack.env['JUDGE_CACHE_DIR'], marker=marker)], '/run/batch')
-    _survived(snoop[0])
-    got = _report(snoop[0])
+    snoop = batch(gateway_url, [py(CACHE_SNOOP, cache=stack.env['JUDGE_CACHE_DIR'], marker=marker)], '/run/batch')
+    survived(snoop[0])
+    got = report_of(snoop[0])
     assert got['found'] == [] and got['ran'] == [], f"another submission's binary was read/run: {got}"
     assert _refused(got['listing']), got
 
@@ -1275,9 +1006,9 @@ def test_host_unix_socket_is_unreachable(gateway_url: str, host_unix_socket: tup
     """Pathname Unix sockets cross network namespaces and Landlock (ABI 7) does not govern connect()."""
     path, received = host_unix_socket
     marker = f'UNIX-{uuid.uuid4().hex[:12]}'
-    result = _batch(gateway_url, [_py(UNIX_SOCKET, path=path, marker=marker)], route='/run/batch')[0]
-    _survived(result)
-    outcome = _report(result)['unix']
+    result = batch(gateway_url, [py(UNIX_SOCKET, path=path, marker=marker)], route='/run/batch')[0]
+    survived(result)
+    outcome = report_of(result)['unix']
     time.sleep(0.3)  # let the listener record what arrived
     assert marker.encode() not in b''.join(received), f'the host socket received {received!r}'
     assert _refused(outcome), outcome
@@ -1286,16 +1017,16 @@ def test_host_unix_socket_is_unreachable(gateway_url: str, host_unix_socket: tup
 def test_dev_nodes_are_usable(attack: Attack) -> None:
     """Not an attack: a nodev remount of the whole tree would break /dev/null, /dev/urandom, DEVNULL."""
     result = attack.results['dev_nodes']
-    _survived(result)
-    got = _report(result)
+    survived(result)
+    got = report_of(result)
     assert got == {'dev_null_write': 'OK', 'dev_urandom': 'OK:64', 'subprocess_devnull': 'OK:0'}, got
 
 
 def test_private_dev_shm_is_writable(attack: Attack) -> None:
     """Not an attack: the slot's private /dev/shm must be writable (multiprocessing needs it), never the host's."""
     result = attack.results['dev_shm']
-    _survived(result)
-    got = _report(result)
+    survived(result)
+    got = report_of(result)
     assert got['dev_shm_write'] == 'OK' and got['mp_lock'].startswith('OK'), got
     assert not Path('/dev/shm', f'{attack.marker}-shm').exists()  # private: never on the host
 
@@ -1305,8 +1036,8 @@ def test_private_dev_shm_is_writable(attack: Attack) -> None:
 
 
 def test_zz_slots_still_work_after_the_attacks(stack: Stack, gateway_url: str, safety_gate: SafetyInfo) -> None:
-    results = _batch(gateway_url, [{'type': 'python', 'solution': 'print(1)', 'expected_output': '1'}] * 4)
+    results = batch(gateway_url, [{'type': 'python', 'solution': 'print(1)', 'expected_output': '1'}] * 4)
     for result in results:
         assert (result['verdict'], result['success'], result['stdout']) == ('accepted', True, '1\n'), result
-    assert _settled_slot_leftovers(safety_gate) == {}
+    assert settled_slot_leftovers(safety_gate.slot_uids) == {}
     assert stack.worker.proc.poll() is None

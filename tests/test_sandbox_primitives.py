@@ -779,7 +779,7 @@ def test_mount_proc_in_new_pid_namespace() -> None:
 
 
 def test_work_dir_removal_unlinks_links_and_recurses_without_following(tmp_path: Path) -> None:
-    from judge.sandbox.server import _remove_tree
+    from judge.sandbox.cleanup import remove_tree as _remove_tree
 
     outside = tmp_path / 'outside'
     outside.mkdir()

@@ -6,8 +6,15 @@ version command and a few limits (DMOJ style); everything else lives here:
 * **Compile once per node.**  A compiled language builds inside the sandbox (an `ExecRequest` with
   ``exports``) into a content-addressed cache keyed by language, toolchain version, command line and
   source.  Concurrent compiles of the same source on one node wait for each other on an ``flock``,
-  so it really is compiled once; compile errors are cached too (they are deterministic), timeouts
-  are not.  The cache is bounded (`Toolchain.cache_max_mb`); the least recently used entries go.
+  so it really is compiled once.  The cache is bounded (`Toolchain.cache_max_mb`); the least
+  recently used entries go.
+* **Only deterministic failures are cached** (`Compiled.cacheable`): a compiler diagnostic (its
+  exit code is one of `Executor.diagnostic_exit_codes`, no signal, no limit hit, no process refused)
+  in a slot that accounts its limits (cgroups).  Any other failure (out of memory, out of processes,
+  printed too much, died of a signal...) is compiled once more in the cleaned slot and, failing
+  again, is an infrastructure error (`SandboxError`), never the solution's fault; so is a compile
+  that ran out of time, at once (a second try would not fit the task's time limit).  The judgement
+  never reads the compiler's text, which the source controls.
 * **Run** imports the cached artifact into a fresh work dir and runs ``run_argv``.
 
 Templates are `str.format` strings over `Executor.fields` (``{src}``, ``{out}``, ``{memory_mb}``,
@@ -17,8 +24,6 @@ Templates are `str.format` strings over `Executor.fields` (``{src}``, ``{out}``,
 
 from __future__ import annotations
 
-import contextlib
-import fcntl
 import functools
 import hashlib
 import json
@@ -27,11 +32,11 @@ import os
 import shutil
 import subprocess
 import time
-from collections.abc import Iterator
 from dataclasses import dataclass, field
 from typing import Any, ClassVar
 
-from judge.sandbox.client import ExecRequest, ExecResult, SlotClient
+from judge.executors import cache
+from judge.sandbox.client import ExecRequest, ExecResult, SandboxError, SlotClient
 from judge.sandbox.limits import Limits
 
 logger = logging.getLogger('judge.executors')
@@ -39,12 +44,7 @@ logger = logging.getLogger('judge.executors')
 SANDBOX_PATH = '/usr/local/bin:/usr/bin:/bin'
 """The PATH user code and compilers see (`judge.sandbox.jail.SAFE_PATH`)."""
 ENV_TOOL = '/usr/bin/env'
-_META_SUFFIX = '.json'
-_LOCK_SUFFIX = '.lock'
 _EVICT_EVERY_S = 60.0
-_FAILURE_TTL_S = 300.0
-"""How long a compile error stays cached: long enough for one job's tests, short enough that a
-failure caused by the node (a broken toolchain, since fixed) does not stick."""
 
 
 @dataclass
@@ -75,6 +75,13 @@ class Compiled:
     wall_s: float = 0.0
     artifact: str | None = None
     timed_out: bool = False
+    """The compile hit its time or memory limit."""
+    cacheable: bool = False
+    """Deterministic (a success, or a compiler diagnostic): other submissions of the source may reuse it."""
+    diagnostic: bool = False
+    """A failure the compiler reported about the source (by exit code, with no limit hit, nothing refused)."""
+    over_time: bool = False
+    """The compile ran out of its wall-clock time."""
 
 
 @functools.lru_cache(maxsize=32)
@@ -128,6 +135,8 @@ class Executor:
     """stderr texts by which the runtime reports running out of memory."""
     heap_percent: ClassVar[int] = 75
     """``{heap_mb}``: the share of the memory limit a managed runtime may use for its heap."""
+    diagnostic_exit_codes: ClassVar[tuple[int, ...]] = (1,)
+    """Exit codes by which the compiler reports errors in the source (anything else is not the source's)."""
 
     def __init__(self, toolchain: Toolchain, slot: SlotClient) -> None:
         self.toolchain = toolchain
@@ -214,12 +223,19 @@ class Executor:
         cached = self._cached(artifact)
         if cached is not None:
             return cached
-        with self._locked(artifact):
+        with cache.locked(artifact):
             cached = self._cached(artifact)  # another slot compiled it while we waited
             if cached is not None:
                 return cached
             compiled = self._compile_in_sandbox(source, artifact)
-            if not compiled.timed_out:
+            if not (compiled.ok or compiled.diagnostic or compiled.over_time):
+                # out of memory or processes, killed...: once more, in the cleaned slot (a compile that ran
+                # out of time would not fit a second time in the task's time limit)
+                logger.warning('%s compile failed (%s); compiling once more', self.language, _why(compiled))
+                compiled = self._compile_in_sandbox(source, artifact)
+            if not (compiled.ok or compiled.diagnostic):
+                raise SandboxError(f'{self.language} compile failed, not because of the source: {_why(compiled)}')
+            if compiled.cacheable:
                 self._write_meta(artifact, compiled)
         self._maybe_evict()
         return compiled
@@ -238,10 +254,19 @@ class Executor:
         )
         ok = result.exit_code == 0 and not result.timed_out and os.path.isfile(artifact)
         stderr = result.stderr + (result.stdout if result.exit_code != 0 else b'')  # javac reports on stdout
+        limit_hit = result.timed_out or result.memory_exceeded or result.output_exceeded
         if result.timed_out:
             stderr += f'\ncompilation exceeded {limits.time_s:g}s'.encode()
         elif result.memory_exceeded:
             stderr += f'\ncompilation exceeded {limits.memory_mb} MiB'.encode()
+        elif result.output_exceeded:
+            stderr += b'\ncompilation printed too much'
+        # Whether the failure is the compiler's verdict on the source is decided from what the sandbox
+        # measured, never from the compiler's text (the source can make it print anything).
+        diagnostic = (
+            not ok and not limit_hit and not result.pids_exceeded and result.exit_code in self.diagnostic_exit_codes
+        )
+        accounted = bool(self.slot.detail.get('cgroup'))  # limits accounted: a refused fork would show
         return Compiled(
             ok=ok,
             cached=False,
@@ -249,58 +274,28 @@ class Executor:
             wall_s=result.wall_s,
             artifact=artifact if ok else None,
             timed_out=result.timed_out or result.memory_exceeded,
+            cacheable=ok or (diagnostic and accounted),
+            diagnostic=diagnostic,
+            over_time=result.timed_out,
         )
 
     def _cached(self, artifact: str) -> Compiled | None:
         """The cached outcome of a compile, if there is one (touching it for the LRU bound)."""
-        try:
-            with open(artifact + _META_SUFFIX, encoding='utf-8') as f:
-                meta = json.load(f)
-        except (OSError, ValueError):
-            meta = None
-        if meta is None:
-            if os.path.isfile(artifact):  # an artifact without its record (older layout)
-                return Compiled(ok=True, cached=True, artifact=artifact)
+        record = cache.read_record(artifact)
+        if record is None:
             return None
-        ok = bool(meta.get('ok'))
-        if ok and not os.path.isfile(artifact):
-            return None
-        if not ok and time.time() - float(meta.get('at', 0.0)) > _FAILURE_TTL_S:
-            return None
-        with contextlib.suppress(OSError):
-            os.utime(artifact + _META_SUFFIX)
+        ok = bool(record.get('ok'))
         return Compiled(
             ok=ok,
             cached=True,
-            stderr=str(meta.get('stderr', '')).encode('utf-8', 'surrogateescape'),
-            wall_s=float(meta.get('wall_s', 0.0)),
+            stderr=str(record.get('stderr', '')).encode('utf-8', 'surrogateescape'),
+            wall_s=float(record.get('wall_s', 0.0)),
             artifact=artifact if ok else None,
         )
 
     @staticmethod
     def _write_meta(artifact: str, compiled: Compiled) -> None:
-        meta = {
-            'ok': compiled.ok,
-            'stderr': compiled.stderr[-64 * 1024 :].decode('utf-8', 'surrogateescape'),
-            'wall_s': round(compiled.wall_s, 6),
-            'at': time.time(),
-        }
-        os.makedirs(os.path.dirname(artifact), exist_ok=True)
-        tmp = f'{artifact}{_META_SUFFIX}.tmp{os.getpid()}'
-        with open(tmp, 'w', encoding='utf-8') as f:
-            json.dump(meta, f)
-        os.replace(tmp, artifact + _META_SUFFIX)
-
-    @contextlib.contextmanager
-    def _locked(self, artifact: str) -> Iterator[None]:
-        """Hold the artifact's lock: one compile of a source per node at a time."""
-        os.makedirs(os.path.dirname(artifact), exist_ok=True)
-        with open(artifact + _LOCK_SUFFIX, 'w') as lock:
-            fcntl.flock(lock, fcntl.LOCK_EX)
-            try:
-                yield
-            finally:
-                fcntl.flock(lock, fcntl.LOCK_UN)
+        cache.write_record(artifact, compiled.ok, compiled.stderr, compiled.wall_s)
 
     _last_evict: ClassVar[float] = 0.0
 
@@ -311,7 +306,7 @@ class Executor:
             return
         Executor._last_evict = now
         try:
-            evict(self.toolchain.cache_dir, self.toolchain.cache_max_mb * 1024 * 1024, keep=('pch',))
+            cache.evict(self.toolchain.cache_dir, self.toolchain.cache_max_mb * 1024 * 1024, keep=('pch',))
         except OSError:
             logger.exception('compile cache eviction failed')
 
@@ -339,37 +334,6 @@ class Executor:
         return self.slot.run(request)
 
 
-def evict(cache_dir: str, max_bytes: int, keep: tuple[str, ...] = ()) -> int:
-    """Delete the least recently used compile results until ``cache_dir`` holds at most ``max_bytes``.
-
-    An entry is an artifact plus its ``.json`` record; its age is the record's mtime (touched on
-    every hit).  Directories named in ``keep`` (the PCH) are neither counted nor deleted.  Returns
-    the number of entries deleted.
-    """
-    entries: list[tuple[float, int, str]] = []
-    total = 0
-    for kind in os.listdir(cache_dir):
-        if kind in keep:
-            continue
-        for dirpath, _, names in os.walk(os.path.join(cache_dir, kind)):
-            for name in names:
-                if not name.endswith(_META_SUFFIX):
-                    continue
-                base = os.path.join(dirpath, name[: -len(_META_SUFFIX)])
-                size = 0
-                for path in (base, base + _META_SUFFIX):
-                    with contextlib.suppress(OSError):
-                        size += os.stat(path).st_size
-                with contextlib.suppress(OSError):
-                    entries.append((os.stat(base + _META_SUFFIX).st_mtime, size, base))
-                    total += size
-    deleted = 0
-    for _, size, base in sorted(entries):
-        if total <= max_bytes:
-            break
-        for path in (base + _META_SUFFIX, base):  # record first: a reader then sees a miss, never a half entry
-            with contextlib.suppress(OSError):
-                os.unlink(path)
-        total -= size
-        deleted += 1
-    return deleted
+def _why(compiled: Compiled) -> str:
+    tail = compiled.stderr[-300:].decode('utf-8', 'replace').strip().splitlines()
+    return tail[-1] if tail else 'no message'

@@ -19,6 +19,7 @@ class GoExecutor(Executor):
     version_argv = ('go', 'version')
     compile_argv = ('go', 'build', '-o', '{out}', '{src}')
     compile_env = {'CGO_ENABLED': '0', 'GOMAXPROCS': '2', 'GO111MODULE': 'off', 'GOPROXY': 'off'}
+    diagnostic_exit_codes = (1, 2)  # the compiler's errors come back from `go build` as status 2
     run_argv = ('./{out}',)
     run_env = {'GOMAXPROCS': '2', 'GOMEMLIMIT': '{heap_mb}MiB'}
     as_extra_mb = 1024  # the runtime reserves ~700 MiB of address space at start (page summaries)

@@ -27,11 +27,14 @@ _NAME_RE = re.compile(r'[A-Za-z0-9_.-]+')
 
 
 class Hierarchy(NamedTuple):
-    """Where the memory and pids controllers live (the same directory on v2 or when co-mounted)."""
+    """Where the controllers live (the same directory on v2 or when co-mounted); None: not there."""
 
     version: int
     memory_root: str
     pids_root: str
+    cpu_root: str | None = None
+    cpuacct_root: str | None = None
+    """v1 only: CPU usage accounting (``cpuacct.usage``); on v2 ``cpu.stat`` has it."""
 
 
 def _unescape(field: str) -> str:
@@ -86,12 +89,25 @@ class _HeldFile:
             os.close(fd)
 
 
-def _write(path: str, value: str) -> None:
+def write_control(path: str, value: str) -> None:
+    """Write ``value`` to a cgroup control file."""
     fd = os.open(path, os.O_WRONLY | os.O_CLOEXEC)
     try:
         os.write(fd, value.encode())
     finally:
         os.close(fd)
+
+
+def enable_v2_controllers(root: str, path: str, controllers: tuple[str, ...]) -> None:
+    """cgroup v2: create ``root/path`` and enable ``controllers`` for the children of it and of every
+    directory above it, down from ``root``."""
+    current = root
+    for part in ['', *path.split('/')]:
+        current = os.path.join(current, part) if part else current
+        os.makedirs(current, mode=0o755, exist_ok=True)
+        control = os.path.join(current, 'cgroup.subtree_control')
+        if not set(controllers) <= set(_read(control).split()):
+            write_control(control, ' '.join(f'+{c}' for c in controllers))
 
 
 @functools.cache
@@ -105,11 +121,10 @@ def detect() -> Hierarchy | None:
         except OSError:
             continue
         if {'memory', 'pids'} <= controllers:
-            return Hierarchy(2, mount_point, mount_point)
-    memory = [mp for mp, fstype, opts in mounts if fstype == 'cgroup' and 'memory' in opts]
-    pids = [mp for mp, fstype, opts in mounts if fstype == 'cgroup' and 'pids' in opts]
-    if memory and pids:
-        return Hierarchy(1, memory[0], pids[0])
+            return Hierarchy(2, mount_point, mount_point, mount_point if 'cpu' in controllers else None)
+    v1 = {ctrl: mp for mp, fstype, opts in reversed(mounts) if fstype == 'cgroup' for ctrl in opts}
+    if 'memory' in v1 and 'pids' in v1:
+        return Hierarchy(1, v1['memory'], v1['pids'], v1.get('cpu'), v1.get('cpuacct'))
     return None
 
 
@@ -137,6 +152,7 @@ class SlotCgroup:
         self._oom = _HeldFile(os.path.join(self.memory_dir, oom_file))
         self._tasks = _HeldFile(os.path.join(self.pids_dir, 'pids.current'))
         """How many tasks the pids cgroup holds: unlike a pid list, a counter is cheap to re-read."""
+        self._pids_events = _HeldFile(os.path.join(self.pids_dir, 'pids.events'))
 
     def __repr__(self) -> str:
         return f'SlotCgroup({self.name!r}, v{self.version}, memory_mb={self.memory_mb}, pids_max={self.pids_max})'
@@ -161,43 +177,36 @@ class SlotCgroup:
             swappiness = os.path.join(self.memory_dir, 'memory.swappiness')
             if os.path.exists(swappiness):
                 try:
-                    _write(swappiness, '0')
+                    write_control(swappiness, '0')
                 except OSError as exc:
                     logger.debug('cannot set %s: %s', swappiness, exc)
         else:
             swap_max = os.path.join(self.memory_dir, 'memory.swap.max')
             if os.path.exists(swap_max):
-                _write(swap_max, '0')
+                write_control(swap_max, '0')
         self.set_memory_mb(self.memory_mb)
-        _write(os.path.join(self.pids_dir, 'pids.max'), str(self.pids_max))
+        write_control(os.path.join(self.pids_dir, 'pids.max'), str(self.pids_max))
         logger.debug('created %r at %s', self, self.paths)
 
     def _enable_v2_controllers(self) -> None:
-        root = self.roots[0]
-        current = root
-        for part in ['', *self.parent.split('/')]:
-            current = os.path.join(current, part) if part else current
-            os.makedirs(current, mode=0o755, exist_ok=True)
-            control = os.path.join(current, 'cgroup.subtree_control')
-            if not {'memory', 'pids'} <= set(_read(control).split()):
-                _write(control, '+memory +pids')
+        enable_v2_controllers(self.roots[0], self.parent, ('memory', 'pids'))
 
     def set_memory_mb(self, memory_mb: int) -> None:
         """Change the memory limit (swap included, i.e. no swap)."""
         limit = str(memory_mb * 1024 * 1024)
         if self.version == 2:
-            _write(os.path.join(self.memory_dir, 'memory.max'), limit)
+            write_control(os.path.join(self.memory_dir, 'memory.max'), limit)
         else:
             mem = os.path.join(self.memory_dir, 'memory.limit_in_bytes')
             memsw = os.path.join(self.memory_dir, 'memory.memsw.limit_in_bytes')
             if not os.path.exists(memsw):
-                _write(mem, limit)
+                write_control(mem, limit)
             elif int(limit) >= int(_read(mem)):  # memsw must stay >= mem: raise memsw first
-                _write(memsw, limit)
-                _write(mem, limit)
+                write_control(memsw, limit)
+                write_control(mem, limit)
             else:
-                _write(mem, limit)
-                _write(memsw, limit)
+                write_control(mem, limit)
+                write_control(memsw, limit)
         self.memory_mb = memory_mb
 
     def join(self, pid: int = 0) -> None:
@@ -226,36 +235,43 @@ class SlotCgroup:
         pids.discard(0)  # v2 prints 0 for tasks outside our pid namespace
         return sorted(pids)
 
+    def tasks(self) -> int:
+        """How many tasks (threads, and zombies not yet reaped) the slot's pids cgroup holds."""
+        return int(self._tasks.read().strip() or 0)
+
+    def sweep(self) -> int:
+        """SIGKILL every process listed in the slot's cgroup(s) once; returns how many were listed."""
+        pids = self.procs()
+        own_pid = os.getpid()
+        for pid in pids:
+            if pid <= 0 or pid == own_pid:  # never signal a process group or ourselves
+                continue
+            try:
+                os.kill(pid, signal.SIGKILL)
+            except ProcessLookupError:
+                pass
+        return len(pids)
+
     def kill_all(self, timeout_s: float = 1.0) -> None:
-        """SIGKILL everything in the slot's cgroup(s) and wait (at most *timeout_s*) until it is empty."""
+        """SIGKILL everything in the slot's cgroup(s) and wait (at most *timeout_s*) until none is listed.
+
+        Zombies are no longer listed but still count in `tasks` until their parent reaps them.
+        """
         # Usually the execution's processes are all gone and reaped already: a held counter says so
         # in ~2 us, where building the pid lists of both hierarchies takes ~100 us.  Every process of
         # the slot is in the pids cgroup (children join it before running anything of the user's).
         try:
-            if self._tasks.read().strip() == '0':
+            if self.tasks() == 0:
                 return
         except OSError:  # no pids cgroup (yet, or any more): the pid lists below tell
             pass
         deadline = time.monotonic() + timeout_s
         kill_file = os.path.join(self.memory_dir, 'cgroup.kill')
-        use_cgroup_kill = self.version == 2 and os.path.exists(kill_file)
-        if use_cgroup_kill:
-            _write(kill_file, '1')
-        own_pid = os.getpid()
-        while True:
-            pids = self.procs()
-            if not pids:
-                return
-            if not use_cgroup_kill:
-                for pid in pids:
-                    if pid <= 0 or pid == own_pid:  # never signal a process group or ourselves
-                        continue
-                    try:
-                        os.kill(pid, signal.SIGKILL)
-                    except ProcessLookupError:
-                        pass
+        if self.version == 2 and os.path.exists(kill_file):
+            write_control(kill_file, '1')
+        while self.sweep():
             if time.monotonic() >= deadline:
-                logger.warning('%r: %d processes left after kill_all', self, len(pids))
+                logger.warning('%r: processes left after kill_all', self)
                 return
             time.sleep(_SLEEP_S)
 
@@ -264,6 +280,14 @@ class SlotCgroup:
         for line in self._oom.read().splitlines():
             key, _, value = line.partition(' ')
             if key == 'oom_kill':
+                return int(value)
+        return 0
+
+    def fork_refusals(self) -> int:
+        """How many forks (or new threads) the pids limit has refused in this cgroup so far."""
+        for line in self._pids_events.read().splitlines():
+            key, _, value = line.partition(' ')
+            if key == 'max':
                 return int(value)
         return 0
 
@@ -278,13 +302,14 @@ class SlotCgroup:
     def reset_peak(self) -> None:
         """Reset the peak memory counter (v1 only; v2 resets are per open file, so they are skipped)."""
         if self.version == 1:
-            _write(os.path.join(self.memory_dir, 'memory.max_usage_in_bytes'), '0')
+            write_control(os.path.join(self.memory_dir, 'memory.max_usage_in_bytes'), '0')
 
     def remove(self, timeout_s: float = 1.0) -> None:
         """Kill everything inside, then delete the cgroup directories (missing ones are ignored)."""
         self.kill_all(timeout_s)
         self._oom.close()
         self._tasks.close()
+        self._pids_events.close()
         deadline = time.monotonic() + timeout_s
         for path in self.paths:
             while True:

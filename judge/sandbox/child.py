@@ -1,7 +1,8 @@
 """What a forked execution child does before the user's program runs.
 
-The slot's zygote forks the child *before* the request arrives (a spare), so the fork and most of
-the jail setup are off the request's critical path.  The zygote is already under no-new-privs,
+The slot's zygote (`judge.sandbox.zygote_main`) forks the child *before* the request arrives (a
+spare), so the fork and most of the jail setup are off the request's critical path.  The zygote is
+already in the slot's CPU-share cgroups and under no-new-privs,
 Landlock and the seccomp filter (`confine_forker`), which the spare inherits.  The spare, in order:
 new session → cgroups → work dir → drop to the slot's uid → close inherited fds; then it waits on
 its control pipe.  When the request comes it reads the plan (rlimits, program, stdin), sets the
@@ -17,7 +18,6 @@ from __future__ import annotations
 import marshal
 import os
 import struct
-import sys
 from typing import Any, NamedTuple, NoReturn
 
 from judge.sandbox import landlock, namespaces, seccomp
@@ -30,10 +30,12 @@ _LEN = struct.Struct('>I')
 
 
 class ChildPrep:
-    """The slot's fixed part of a child's setup; built once by the server.
+    """The slot's fixed part of a child's setup: built by the server, sent to each warm parent.
 
     A plain class, like the others the slot server imports: `dataclasses` pulls in `inspect` and
     `ast`, about 1.5 MB that every forked child would share and every fork and exit would pay for.
+    Everything here is something a child can observe about itself anyway (its uid, its cgroups, its
+    environment, its filter), so a program reading its parent's memory learns nothing new.
     """
 
     def __init__(
@@ -45,6 +47,8 @@ class ChildPrep:
         seccomp_program: bytes | None = None,
         env: dict[str, str] | None = None,
         preload: list[str] | None = None,
+        parent_procs: list[str] | None = None,
+        server_pid: int = 0,
     ) -> None:
         self.uid = uid
         self.gid = gid
@@ -56,8 +60,44 @@ class ChildPrep:
         """The programs' environment, less ``HOME`` and ``TMPDIR`` (the child's work dir)."""
         self.preload: list[str] = preload or []
         """Modules warm Python imports once, in the zygote (`judge.sandbox.warm.prepare_interpreter`)."""
+        self.parent_procs: list[str] = parent_procs or []
+        """``cgroup.procs`` files the warm parent joins itself (the slot's CPU share); children inherit them."""
+        self.server_pid = server_pid
+        """The slot server, the warm parents' parent (they exit if it is gone)."""
         self.cgroup_fds: list[int] = []
         """``cgroup_procs`` opened for writing by `confine_forker`, inherited by every child."""
+
+    def to_message(self) -> bytes:
+        """The prep as the server sends it to a freshly started warm parent (marshal: trusted both ways)."""
+        return marshal.dumps(
+            {
+                'uid': self.uid,
+                'gid': self.gid,
+                'cgroup_procs': self.cgroup_procs,
+                'landlock': self.landlock_fd is not None,
+                'seccomp_program': self.seccomp_program,
+                'env': self.env,
+                'preload': self.preload,
+                'parent_procs': self.parent_procs,
+                'server_pid': self.server_pid,
+            }
+        )
+
+    @classmethod
+    def from_message(cls, data: bytes, landlock_fd: int) -> ChildPrep:
+        """The prep a warm parent received; its Landlock ruleset is the inherited ``landlock_fd``."""
+        got = marshal.loads(data)
+        return cls(
+            uid=got['uid'],
+            gid=got['gid'],
+            cgroup_procs=got['cgroup_procs'],
+            landlock_fd=landlock_fd if got['landlock'] else None,
+            seccomp_program=got['seccomp_program'],
+            env=got['env'],
+            preload=got['preload'],
+            parent_procs=got['parent_procs'],
+            server_pid=got['server_pid'],
+        )
 
 
 class ChildFds(NamedTuple):
@@ -80,16 +120,26 @@ def _drop_privileges(uid: int, gid: int) -> None:
 def confine_forker(prep: ChildPrep) -> None:
     """Apply the slot-wide restrictions once, in the process that forks the children (the zygote).
 
-    No-new-privs, Landlock and the seccomp filter are inherited across ``fork``, so every child
-    starts under them without paying for them (~0.35 ms of CPU each, mostly loading the filter).
-    The cgroups' ``cgroup.procs`` files are opened first, because Landlock then refuses to open
-    them: each child joins its slot's cgroups by writing to the inherited descriptors.
+    The zygote first joins the slot's CPU-share cgroups (`ChildPrep.parent_procs`), which every
+    child then inherits at no cost.  No-new-privs, Landlock and the seccomp filter are inherited
+    across ``fork``, so every child starts under them without paying for them (~0.35 ms of CPU
+    each, mostly loading the filter).  The memory and pids cgroups' ``cgroup.procs`` files are
+    opened first, because Landlock then refuses to open them: each child joins them by writing to
+    the inherited descriptors.
     """
+    for path in prep.parent_procs:
+        fd = os.open(path, os.O_WRONLY | os.O_CLOEXEC)
+        try:
+            os.write(fd, b'0')
+        finally:
+            os.close(fd)
     prep.cgroup_fds = [os.open(path, os.O_WRONLY | os.O_CLOEXEC) for path in prep.cgroup_procs]
     if prep.landlock_fd is not None or prep.seccomp_program is not None:
         namespaces.set_no_new_privs()
     if prep.landlock_fd is not None:
         landlock.restrict_self(prep.landlock_fd)
+        os.close(prep.landlock_fd)  # enforced now; the children need no handle on it
+        prep.landlock_fd = None
     if prep.seccomp_program is not None:
         seccomp.install(prep.seccomp_program)
 
@@ -160,8 +210,9 @@ def run_spare(prep: ChildPrep, fds: ChildFds, workdir: str) -> NoReturn:
         if source is None:
             argv = [str(a) for a in plan['argv']]
             os.execve(argv[0], argv, {**prep.env, 'HOME': workdir, 'TMPDIR': workdir})
+        filename = str(plan.get('python_filename') or 'source.py')
+        done_path = plan.get('done_path')
     except BaseException as exc:  # everything before user code is infrastructure
         _fail(fds.status, exc)
     os.close(fds.status)
-    run_python(source, str(plan.get('python_filename') or 'source.py'), workdir, plan.get('done_path'))
-    sys.exit(0)  # unreachable: run_python exits
+    run_python(source, filename, workdir, done_path)

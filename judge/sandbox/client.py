@@ -1,6 +1,12 @@
 """Worker side of a slot: starts the slot server, sends executions, restarts it when it dies.
 
 Used by executors; knows nothing of Celery.  One `SlotClient` per worker process (slot).
+
+The slot heals itself: a server that died, hung, or could not clean its slot after an execution
+(it then exits) is replaced by a fresh one on the next request, and a request caught by such a
+failure is sent again to the fresh server, up to `SlotClient.retries` times, before it is reported
+as an infrastructure error (`SandboxError`).  Running an execution again is harmless: it is
+sandboxed and its outputs are only what the reply says.
 """
 
 from __future__ import annotations
@@ -21,10 +27,17 @@ logger = logging.getLogger('judge.sandbox.client')
 
 SERVER_SCRIPT = os.path.join(os.path.dirname(os.path.abspath(__file__)), 'server.py')
 _REPLY_MARGIN_S = 10.0
+RETRIES = 2
+"""How many times a request caught by a slot failure is sent again, to a fresh server."""
+_START_TIMEOUT_S = 60.0
 
 
 class SandboxError(RuntimeError):
     """The sandbox itself failed (not the user's program): an infrastructure error."""
+
+
+class SlotLost(SandboxError):
+    """The slot server died, hung or broke during a request: worth a retry on a fresh one."""
 
 
 @dataclass
@@ -57,6 +70,8 @@ class ExecResult:
     stderr: bytes
     stdout_bytes: int
     stderr_bytes: int
+    pids_exceeded: bool = False
+    """The slot's pids limit refused the execution a process or thread (cgroup tiers only)."""
 
 
 @dataclass
@@ -72,44 +87,62 @@ class SlotConfig:
     env: dict[str, str] = field(default_factory=dict)
     extra: dict[str, Any] = field(default_factory=dict)
 
-    def to_json(self) -> str:
+    def to_message(self) -> dict[str, Any]:
+        """The configuration as the server reads it (its first message, never its command line)."""
         data = {k: v for k, v in self.__dict__.items() if k != 'extra'}
         data.update(self.extra)
-        return json.dumps(data)
+        checked: dict[str, Any] = json.loads(json.dumps(data))  # JSON-able, as the server will read it
+        return checked
 
 
 class SlotClient:
     """A connection to this slot's server; thread-safe, restarts the server on failure."""
 
-    def __init__(self, config: SlotConfig) -> None:
+    def __init__(self, config: SlotConfig, retries: int = RETRIES) -> None:
         self.config = config
+        self.retries = retries
         self._proc: subprocess.Popen[bytes] | None = None
         self._lock = threading.Lock()
         self.tier: str | None = None
         self.detail: dict[str, Any] = {}
+        self.starts = 0
+        """Slot servers started so far (more than one: the slot was restarted)."""
+
+    @property
+    def restarts(self) -> int:
+        """How many times the slot server was replaced."""
+        return max(0, self.starts - 1)
+
+    @property
+    def server_pid(self) -> int | None:
+        """The running slot server's pid (the outer one of the namespaces tier), if any."""
+        return self._proc.pid if self._proc is not None else None
 
     def _start(self) -> subprocess.Popen[bytes]:
         # No preexec_fn and no user=: CPython then spawns via vfork, cheap even from a big worker.
         proc = subprocess.Popen(
-            [self.config.python, '-I', SERVER_SCRIPT, self.config.to_json()],
+            [self.config.python, '-I', SERVER_SCRIPT],
             stdin=subprocess.PIPE,
             stdout=subprocess.PIPE,
-            # LD_BIND_NOW: resolve every libc/libpython symbol once, in the server, instead of in each
-            # forked child on its first call (about 0.3 ms of CPU per execution).  Children get their own
-            # environment (`judge.sandbox.warm.prepare_interpreter`, `execve`), without it.
-            env={'PATH': '/usr/bin:/bin', 'LANG': 'C.UTF-8', 'LD_BIND_NOW': '1'},
+            env={'PATH': '/usr/bin:/bin', 'LANG': 'C.UTF-8'},
             close_fds=True,
             start_new_session=True,
         )
-        assert proc.stdout is not None
-        hello = self._recv(proc, 30.0)[0]
+        assert proc.stdin is not None and proc.stdout is not None
+        try:
+            send_message(proc.stdin.fileno(), self.config.to_message())
+            hello = self._recv(proc, _START_TIMEOUT_S)[0]
+        except (OSError, SandboxError) as e:
+            _stop(proc)
+            raise SandboxError(f'slot server failed to start: {e}') from e
         if not hello.get('ok'):
-            proc.kill()
-            proc.wait()
+            _stop(proc)
             raise SandboxError(f'slot server refused to start: {hello.get("error")}')
         self.tier = str(hello.get('tier'))
         self.detail = dict(hello.get('detail') or {})
-        logger.info('slot %d server pid %s, tier %s', self.config.slot, hello.get('pid'), self.tier)
+        self.starts += 1
+        log = logger.warning if self.starts > 1 else logger.info
+        log('slot %d server pid %s (start #%d), tier %s', self.config.slot, proc.pid, self.starts, self.tier)
         return proc
 
     @staticmethod
@@ -118,11 +151,11 @@ class SlotClient:
         fd = proc.stdout.fileno()
         ready, _, _ = select.select([fd], [], [], timeout_s)
         if not ready:
-            raise SandboxError(f'slot server did not answer within {timeout_s:.0f}s')
+            raise SlotLost(f'slot server did not answer within {timeout_s:.0f}s')
         try:
             return recv_message(fd)
         except ProtocolError as e:
-            raise SandboxError(f'slot server died: {e}') from e
+            raise SlotLost(f'slot server died: {e}') from e
 
     def ensure_started(self) -> None:
         """Start the server if it is not running (called at worker start to fail fast)."""
@@ -133,13 +166,21 @@ class SlotClient:
     def run(self, request: ExecRequest) -> ExecResult:
         """Execute ``request``; raises `SandboxError` on infrastructure failures only.
 
-        If the server reports that its zygote died (it then exits), the request is run once more
-        on a fresh server: the execution is sandboxed, so running it again is harmless.
+        A request caught by a failure of the slot (its server died, hung, or broke) is sent again to
+        a fresh server, at most `retries` times.
         """
-        reply, blobs = self._exchange(request)
-        if _zygote_lost(reply):
-            logger.warning('slot %d: the zygote died; restarting the slot server', self.config.slot)
-            reply, blobs = self._exchange(request)
+        attempts = 1 + max(0, self.retries)
+        for attempt in range(1, attempts + 1):
+            try:
+                reply, blobs = self._exchange(request)
+            except SlotLost as e:
+                if attempt == attempts:
+                    raise SandboxError(f'{e} (slot {self.config.slot}, {attempts} attempts)') from e
+                logger.warning('slot %d: %s; retrying on a fresh slot server', self.config.slot, e)
+                continue
+            if reply.get('ok') or not _retryable(reply) or attempt == attempts:
+                break
+            logger.warning('slot %d: %s; retrying', self.config.slot, reply.get('error'))
         if not reply.get('ok'):
             raise SandboxError(f'sandbox failed: {reply.get("error")}')
         return ExecResult(
@@ -155,6 +196,7 @@ class SlotClient:
             stderr=blobs[1] if len(blobs) > 1 else b'',
             stdout_bytes=reply['stdout_bytes'],
             stderr_bytes=reply['stderr_bytes'],
+            pids_exceeded=bool(reply.get('pids_exceeded')),
         )
 
     def _exchange(self, request: ExecRequest) -> tuple[dict[str, Any], list[bytes]]:
@@ -175,19 +217,15 @@ class SlotClient:
             try:
                 assert proc.stdin is not None
                 send_message(proc.stdin.fileno(), header, (request.stdin,))
-                reply, blobs = self._recv(proc, request.limits.time_s + _REPLY_MARGIN_S)
-            except (OSError, SandboxError) as e:
+                return self._recv(proc, request.limits.time_s + _REPLY_MARGIN_S)
+            except (OSError, SlotLost) as e:
                 self._discard()
-                raise SandboxError(str(e)) from e
-            if _zygote_lost(reply):
-                self._discard()  # it is exiting: do not send it the retry
-            return reply, blobs
+                raise SlotLost(str(e) or type(e).__name__) from e
 
     def _discard(self) -> None:
         proc, self._proc = self._proc, None
-        if proc is not None and proc.poll() is None:
-            proc.kill()
-            proc.wait()
+        if proc is not None:
+            _stop(proc)
 
     def close(self) -> None:
         """Stop the server (its executions die with it)."""
@@ -195,6 +233,15 @@ class SlotClient:
             self._discard()
 
 
-def _zygote_lost(reply: dict[str, Any]) -> bool:
-    """Whether the server answered that its zygote died (it exits after such an answer)."""
-    return not reply.get('ok') and str(reply.get('error', '')).startswith('ZygoteLost')
+def _stop(proc: subprocess.Popen[bytes]) -> None:
+    if proc.poll() is None:
+        proc.kill()
+    proc.wait()
+    for stream in (proc.stdin, proc.stdout):
+        if stream is not None:
+            stream.close()
+
+
+def _retryable(reply: dict[str, Any]) -> bool:
+    """Whether a failed reply is the slot's failure (worth another try), not the request's."""
+    return bool(reply.get('retry'))

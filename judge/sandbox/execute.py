@@ -35,6 +35,7 @@ class ExecOutcome:
         self.timed_out = False
         self.output_exceeded = False
         self.memory_exceeded = False
+        self.pids_exceeded = False
         self.setup_error: str | None = None
         self.wall_s = 0.0
         self.cpu_s = 0.0
@@ -105,6 +106,8 @@ class Spare(NamedTuple):
     workdir: str
     reap: Callable[[int], tuple[int, float, int]]
     """Waits for the end of a pid; gives its wait status, CPU seconds and max RSS (KB)."""
+    parent: int = 0
+    """The pid of the zygote that forked it."""
 
     def alive(self) -> bool:
         """Whether the child still waits (it has not exited)."""
@@ -245,6 +248,14 @@ def kill_process_group(pid: int) -> None:
     """SIGKILL the execution's process group (the child called setsid, so pgid == pid)."""
     try:
         os.killpg(pid, signal.SIGKILL)
+    except (ProcessLookupError, PermissionError):
+        pass
+
+
+def kill_process(pid: int) -> None:
+    """SIGKILL one process (gone already: nothing to do)."""
+    try:
+        os.kill(pid, signal.SIGKILL)
     except (ProcessLookupError, PermissionError):
         pass
 

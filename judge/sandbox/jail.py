@@ -17,13 +17,14 @@ from __future__ import annotations
 
 import glob
 import os
-import shutil
 import signal
 import sys
 from typing import Any
 
-from judge.sandbox import cgroups, landlock, namespaces, seccomp
+from judge.sandbox import cgroups, jailfs, landlock, namespaces, seccomp
 from judge.sandbox.child import ChildPrep
+from judge.sandbox.cleanup import CleanupError, remove_entry, remove_tree
+from judge.sandbox.cpushare import SlotCpu, cpu_group_path
 from judge.sandbox.execute import ExecOutcome
 from judge.sandbox.lazylog import get_logger
 from judge.sandbox.limits import Limits
@@ -59,9 +60,6 @@ READ_PATHS = (
     '/dev/random',
     '/opt',
 )
-HIDDEN_DIRS = ('/root', '/home', '/var/lib', '/var/log', '/var/cache', '/srv', '/mnt', '/media', '/run', '/boot')
-SCRATCH_DIRS = ('/tmp', '/var/tmp')
-PROJECT_DIR = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 THREAD_VARS = (
     'OMP_NUM_THREADS',
     'OPENBLAS_NUM_THREADS',
@@ -72,8 +70,10 @@ THREAD_VARS = (
     'NUMBA_NUM_THREADS',
 )
 """Thread-count variables of BLAS/OpenMP/numexpr/numba, all set to 1 in the programs' environment."""
+NPROC_SLACK = 8
 WORK_TMPFS_MB = 256
-SHM_TMPFS_MB = 16
+WORK_TMPFS_INODES = 65536
+"""Entries in the slot's work space: bounds what the clean-up after an execution may have to remove."""
 
 
 class JailError(RuntimeError):
@@ -108,13 +108,19 @@ class Jail:
         self.extra_read = [str(p) for p in config.get('read_paths') or []]
         self.hide = [str(p) for p in config.get('hide') or []]
         self.preload = [str(m) for m in config.get('preload') or []]
+        self.cpus = float(config.get('cpus', 1.0))
+        """The slot's CPU quota in CPUs (0: a fair share of the CPUs, no quota)."""
+        self.cpu_group = bool(config.get('cpu_group', True))
+        """False: no cpu cgroup (processes then share the CPUs one by one; for comparisons)."""
         self.uid: int | None = None
         self.gid: int | None = None
         self.cgroup: cgroups.SlotCgroup | None = None
+        self.cpu: SlotCpu | None = None
         self.landlock_fd: int | None = None
         self.seccomp_program: bytes | None = None
         self.detail: dict[str, Any] = {}
-        self._oom_before: int | None = None
+        self._counts_before: tuple[int, int] | None = None
+        """The cgroups' OOM-kill and refused-fork counts before the current execution."""
         self.tier = self._choose(str(config.get('tier', 'auto')))
         self._setup(int(config.get('uid_base', 61000)))
         self.detail['tier'] = self.tier
@@ -142,9 +148,7 @@ class Jail:
         self.uid = self.gid = uid_base + self.slot
         self.detail['uid'] = self.uid
         if self.tier in ('namespaces', 'landlock'):
-            self.cgroup = cgroups.SlotCgroup(f'slot{self.slot}', memory_mb=self.memory_mb, pids_max=self.pids)
-            self.cgroup.create()
-            self.detail['cgroup'] = f'v{self.cgroup.version}'
+            self._make_cgroups()
         if self.tier == 'namespaces':
             self._enter_namespaces()
         self._prepare_work_base()
@@ -161,6 +165,21 @@ class Jail:
         except ValueError as e:  # unknown architecture: the namespaces/landlock layers still hold
             logger.warning('no seccomp filter: %s', e)
 
+    def _make_cgroups(self) -> None:
+        hierarchy = cgroups.detect()
+        name, parent = f'slot{self.slot}', 'judge'
+        if hierarchy is not None and hierarchy.version == 2:  # v2: judge/slotN/{parent,run}, see cpushare
+            name, parent = 'run', f'judge/slot{self.slot}'
+        self.cgroup = cgroups.SlotCgroup(name, memory_mb=self.memory_mb, pids_max=self.pids, parent=parent)
+        self.cgroup.create()
+        self.detail['cgroup'] = f'v{self.cgroup.version}'
+        if hierarchy is not None and self.cpu_group and SlotCpu.available(hierarchy):
+            self.cpu = SlotCpu(cpu_group_path(hierarchy, self.slot), cpus=self.cpus, hierarchy=hierarchy)
+            self.cpu.create()
+            self.detail['cpus'] = self.cpus if self.cpus > 0 else 'fair share'
+        else:
+            logger.warning('slot %d: no cpu cgroup controller; slots share the CPUs per process', self.slot)
+
     def _read_paths(self) -> list[str]:
         prefixes = {sys.prefix, sys.base_prefix, os.path.dirname(os.path.dirname(os.path.realpath(sys.executable)))}
         jdk_conf = sorted(glob.glob('/etc/java-*-openjdk'))  # Debian's JDK config (java.security, jvm.cfg)
@@ -174,29 +193,14 @@ class Jail:
             _, status = os.waitpid(pid, 0)
             os._exit(os.waitstatus_to_exitcode(status) & 0xFF)
         namespaces.set_pdeathsig(signal.SIGKILL)
-        namespaces.make_mounts_private()
-        os.makedirs(self.work_base, exist_ok=True)
-        namespaces.mount_proc('/proc')
         keep = [*self.cgroup.roots] if self.cgroup is not None else []
-        for path in self.keep_writable:  # e.g. the compile cache, written by this (root) server only
-            os.makedirs(path, mode=0o755, exist_ok=True)
-            if not os.path.ismount(path):
-                namespaces.mount(path, path, None, namespaces.MS_BIND)
-        # Device nodes stay usable (/dev/null, /dev/urandom); DAC keeps the rest root-only.
-        namespaces.remount_readonly_recursive('/', keep_writable=[*keep, *self.keep_writable], nodev=False)
-        # The interpreter's prefixes (the submission runtime) stay visible, read-only, wherever they
-        # live; the directories around them are hidden all the same.
-        prefixes = {sys.prefix, sys.base_prefix} - {'/', '/usr'}
-        visible = sorted({self.work_base, *self.keep_writable, *self.extra_read, *prefixes})
-        for path in (*HIDDEN_DIRS, PROJECT_DIR, *self.hide):
-            if os.path.isdir(path):
-                _hide_keeping(path, [p for p in visible if _inside(p, path)])
-        # Scratch space the host cannot see: empty, so no host Unix socket or file is reachable.
-        for path in SCRATCH_DIRS:
-            if os.path.isdir(path):
-                _hide_keeping(path, [p for p in visible if _inside(p, path)])
-        os.makedirs(self.work_base, exist_ok=True)
-        namespaces.mount_tmpfs('/dev/shm', SHM_TMPFS_MB, mode=0o1777)
+        keep += [*self.cpu.roots] if self.cpu is not None else []
+        jailfs.enter_filesystem(
+            self.work_base,
+            list(dict.fromkeys([*keep, *self.keep_writable])),
+            [*self.keep_writable, *self.extra_read],
+            self.hide,
+        )
 
     def _prepare_work_base(self) -> None:
         os.makedirs(self.work_root, mode=0o711, exist_ok=True)
@@ -210,14 +214,21 @@ class Jail:
                 path = os.path.dirname(path)
         if os.path.ismount(self.work_base) and self.tier != 'namespaces':
             namespaces.umount2(self.work_base, namespaces.MNT_DETACH)
-        if os.path.lexists(self.work_base):
-            shutil.rmtree(self.work_base, ignore_errors=True)
+        if os.path.isdir(self.work_base) and not os.path.islink(self.work_base):
+            try:
+                remove_tree(self.work_base, keep_root=True)
+            except CleanupError:
+                if self.tier != 'namespaces':
+                    raise
+                logger.debug('slot %d: the host work dir is read-only here; the tmpfs covers it', self.slot)
+        else:
+            remove_entry(self.work_base)
         os.makedirs(self.work_base, 0o711, exist_ok=True)
 
     def _mount_work_tmpfs(self) -> None:
         """A size-limited tmpfs as the slot's work space, so no execution can fill the host's disk."""
         try:
-            namespaces.mount_tmpfs(self.work_base, WORK_TMPFS_MB, mode=0o711)
+            namespaces.mount_tmpfs(self.work_base, WORK_TMPFS_MB, mode=0o711, inodes=WORK_TMPFS_INODES)
             self.detail['work_tmpfs_mb'] = WORK_TMPFS_MB
         except OSError as e:  # e.g. no CAP_SYS_ADMIN in a container: files stay bounded per file only
             logger.warning('slot %d: no tmpfs work dir (%s)', self.slot, e)
@@ -229,9 +240,19 @@ class Jail:
         if limits.memory_mb != self.memory_mb:
             self.cgroup.set_memory_mb(limits.memory_mb)
             self.memory_mb = limits.memory_mb
-        if self._oom_before is None:  # afterwards, the count `memory_exceeded` read last time
-            self._oom_before = self.cgroup.oom_kills()
+        if self._counts_before is None:  # afterwards, the counts `limits_hit` read last time
+            self._counts_before = self._limit_counts()
         return Limits.from_dict({**limits.to_dict(), 'use_rlimit_as': False})
+
+    @property
+    def nproc_slack(self) -> int:
+        """How far ``RLIMIT_NPROC`` may exceed the pids limit: with a pids cgroup, the cgroup must
+        refuse first, so that the refusal is counted (see `limits_hit`)."""
+        return NPROC_SLACK if self.cgroup is not None else 0
+
+    def _limit_counts(self) -> tuple[int, int]:
+        assert self.cgroup is not None
+        return self.cgroup.oom_kills(), self.cgroup.fork_refusals()
 
     def child_env(self) -> dict[str, str]:
         """A clean environment: no secrets (``REDIS_URI``...) from the worker ever reach user code.
@@ -260,70 +281,44 @@ class Jail:
             seccomp_program=self.seccomp_program,
             env=self.child_env(),
             preload=self.preload,
+            parent_procs=self.cpu.procs_files if self.cpu is not None else [],
         )
 
-    def memory_exceeded(self, outcome: ExecOutcome) -> bool:
-        """Whether the execution was OOM-killed by the slot's memory cgroup."""
+    def limits_hit(self, outcome: ExecOutcome) -> None:
+        """Record on ``outcome`` whether the slot's cgroups OOM-killed one of its processes or
+        refused it a process or thread (the pids limit)."""
         if self.cgroup is None:
-            return False
-        before, self._oom_before = self._oom_before, self.cgroup.oom_kills()
-        return before is not None and self._oom_before > before
+            return
+        before, self._counts_before = self._counts_before, self._limit_counts()
+        if before is not None:
+            outcome.memory_exceeded = self._counts_before[0] > before[0]
+            outcome.pids_exceeded = self._counts_before[1] > before[1]
 
-    def forget_oom_count(self) -> None:
-        """After an execution that `memory_exceeded` did not see: re-read the count next time."""
-        self._oom_before = None
+    def forget_counts(self) -> None:
+        """After an execution that `limits_hit` did not see: re-read the counts next time."""
+        self._counts_before = None
 
     def kill_all(self) -> None:
-        """Kill every process the slot's executions may have left behind."""
+        """Kill every process the slot's executions may have left behind (one sweep)."""
         if self.cgroup is not None:
-            self.cgroup.kill_all()
+            self.cgroup.sweep()
         elif self.uid is not None and os.getuid() == 0:
             _kill_uid(self.uid)
+
+    def slot_tasks(self) -> int:
+        """Tasks of executions still charged to the slot (live or not yet reaped); 0 when it cannot
+        tell (no cgroup: the uid sweep is all there is)."""
+        if self.cgroup is None:
+            return 0
+        try:
+            return self.cgroup.tasks()
+        except OSError:
+            return len(self.cgroup.procs())
+
+    def scrub(self) -> None:
+        """Remove what executions wrote outside their work dir (the slot's private ``/dev/shm``)."""
         if self.tier == 'namespaces':
-            _empty_dir('/dev/shm')
-
-
-def _hide_keeping(path: str, keep: list[str]) -> None:
-    """Cover ``path`` with an empty tmpfs, then bind the directories in ``keep`` back at their places."""
-    handles = {p: os.open(p, os.O_PATH | os.O_DIRECTORY | os.O_CLOEXEC) for p in keep if os.path.isdir(p)}
-    try:
-        if handles:
-            namespaces.mount_tmpfs(path, 1, mode=0o755)
-            for target, fd in handles.items():
-                os.makedirs(target, mode=0o755, exist_ok=True)
-                namespaces.mount(f'/proc/self/fd/{fd}', target, None, namespaces.MS_BIND | namespaces.MS_REC)
-            namespaces.mount(
-                None,
-                path,
-                None,
-                namespaces.MS_REMOUNT | namespaces.MS_RDONLY | namespaces.MS_NOSUID | namespaces.MS_NODEV,
-            )
-        else:
-            namespaces.hide_path(path)
-    finally:
-        for fd in handles.values():
-            os.close(fd)
-
-
-def _inside(path: str, parent: str) -> bool:
-    parent = parent.rstrip('/') + '/'
-    return (path.rstrip('/') + '/').startswith(parent)
-
-
-def _empty_dir(path: str) -> None:
-    try:
-        names = os.listdir(path)
-    except OSError:
-        return
-    for name in names:
-        full = os.path.join(path, name)
-        if os.path.isdir(full) and not os.path.islink(full):
-            shutil.rmtree(full, ignore_errors=True)
-        else:
-            try:
-                os.unlink(full)
-            except OSError:
-                pass
+            remove_tree('/dev/shm', keep_root=True)
 
 
 def _kill_uid(uid: int) -> None:

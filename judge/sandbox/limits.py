@@ -40,8 +40,12 @@ class Limits(NamedTuple):
 _FIELD_NAMES = frozenset(Limits._fields)
 
 
-def rlimits(limits: Limits, *, set_nproc: bool) -> list[tuple[int, int, int]]:
-    """The (resource, soft, hard) triples an execution runs under (JSON-able for the child's plan)."""
+def rlimits(limits: Limits, *, set_nproc: bool, nproc_slack: int = 0) -> list[tuple[int, int, int]]:
+    """The (resource, soft, hard) triples an execution runs under (JSON-able for the child's plan).
+
+    ``nproc_slack`` raises ``RLIMIT_NPROC`` above ``limits.pids`` where a pids cgroup is the real
+    bound: the cgroup then refuses first and counts it (`judge.sandbox.cgroups.SlotCgroup.fork_refusals`).
+    """
     cpu_s = max(1, math.ceil(limits.time_s))
     out = [
         (resource.RLIMIT_CPU, cpu_s, cpu_s + 1),
@@ -50,7 +54,7 @@ def rlimits(limits: Limits, *, set_nproc: bool) -> list[tuple[int, int, int]]:
         (resource.RLIMIT_NOFILE, limits.nofile, limits.nofile),
     ]
     if set_nproc:
-        out.append((resource.RLIMIT_NPROC, limits.pids, limits.pids))
+        out.append((resource.RLIMIT_NPROC, limits.pids + nproc_slack, limits.pids + nproc_slack))
     if limits.use_rlimit_as:
         as_bytes = (limits.memory_mb + limits.as_extra_mb) * 1024 * 1024
         out.append((resource.RLIMIT_AS, as_bytes, as_bytes))

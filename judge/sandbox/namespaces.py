@@ -227,12 +227,20 @@ def remount_readonly_recursive(path: str = '/', *, keep_writable: Sequence[str] 
 
 
 def mount_tmpfs(
-    path: str, size_mb: int, mode: int = 0o755, uid: int = 0, gid: int = 0, *, noexec: bool = False
+    path: str,
+    size_mb: int,
+    mode: int = 0o755,
+    uid: int = 0,
+    gid: int = 0,
+    *,
+    noexec: bool = False,
+    inodes: int | None = None,
 ) -> None:
-    """Mount a fresh nosuid,nodev tmpfs of *size_mb* MiB on *path* (created if missing)."""
+    """Mount a fresh nosuid,nodev tmpfs of *size_mb* MiB (and at most *inodes* entries) on *path*."""
     os.makedirs(path, exist_ok=True)
     flags = MS_NOSUID | MS_NODEV | (MS_NOEXEC if noexec else 0)
-    mount('tmpfs', path, 'tmpfs', flags, f'size={size_mb}m,mode={mode:o},uid={uid},gid={gid}')
+    data = f'size={size_mb}m,mode={mode:o},uid={uid},gid={gid}' + (f',nr_inodes={inodes}' if inodes else '')
+    mount('tmpfs', path, 'tmpfs', flags, data)
 
 
 def mount_proc(path: str = '/proc', options: str | None = None) -> None:

@@ -3,118 +3,118 @@
 A Celery pool process is large, so forking it per submission is slow (sandbox.md §3.3).  Instead
 each pool process starts one slot server with a clean environment; the server prepares the jail
 once (uid, cgroups, namespaces, filters, depending on the tier) and runs one child per request.
-The children are forked ahead of their request by the slot's zygote (`judge.sandbox.zygote`), a
-copy of the server taken once after start-up, so the server itself never forks again.
+The children are forked ahead of their request by the slot's warm parents (`judge.sandbox.parents`,
+fresh interpreters renewed in the background), so the server itself never forks again.
 
-Run as ``python -I <this file> <config-json>``; it speaks `judge.sandbox.protocol` on fds 0/1.
-Stdlib only: this module must not import Celery, Redis or pydantic.
+After every execution, before anything else runs in the slot, the server kills what the execution
+started, waits until every one of its processes is reaped (the slot's pids cgroup is empty),
+removes what it wrote (work dir, ``/dev/shm``) and checks the result.  If the slot cannot be made
+clean the server exits, and the worker starts a new one (`judge.sandbox.client`).
+
+Run as ``python -I <this file>``; it reads its configuration as the first message on fd 0, then
+speaks `judge.sandbox.protocol` on fds 0/1.  Stdlib only: no Celery, Redis or pydantic.
 """
 
 from __future__ import annotations
 
 import gc
-import json
 import os
-import shutil
+import select
 import signal
 import sys
+import time
 from typing import Any
 
 if __name__ == '__main__':  # started as a script: make the package importable, then forget it
     _root = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
     sys.path.insert(0, _root)
 
-from judge.sandbox.execute import ExecOutcome, Spare, execute, kill_process_group, reap_orphans
+from judge.sandbox import namespaces
+from judge.sandbox.cleanup import CleanupError, remove_entry, remove_tree
+from judge.sandbox.execute import ExecOutcome, Spare, execute, kill_process, kill_process_group, reap_orphans
 from judge.sandbox.jail import Jail
 from judge.sandbox.lazylog import get_logger
 from judge.sandbox.limits import Limits, rlimits
-from judge.sandbox.protocol import ProtocolError, recv_message, send_message, write_all
-from judge.sandbox.zygote import Zygote, ZygoteLost, start_zygote
+from judge.sandbox.parents import DEFAULT_KIND, RENEW_EXECS, RENEW_S, WarmParents
+from judge.sandbox.protocol import ProtocolError, recv_message, send_message
+from judge.sandbox.workdir import done_path, export_files, give_to, make_done_fifo, write_files
+from judge.sandbox.zygote import Zygote, ZygoteLost, spawn_zygote
 
 logger = get_logger('judge.sandbox.server')
-_NEW_FILE = os.O_WRONLY | os.O_CREAT | os.O_TRUNC | os.O_NOFOLLOW | os.O_CLOEXEC
+PACKAGE_ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
+SETTLE_S = 3.0
+"""How long the end of an execution may take to kill and reap all its processes before the slot is
+declared broken (and the server exits to be replaced)."""
+
+
+class SlotUnhealthy(RuntimeError):
+    """The slot could not be brought back to a clean state after an execution."""
 
 
 class SlotServer:
     """Serves execution requests for one slot."""
 
     def __init__(self, config: dict[str, Any]) -> None:
+        # before the jail hides the project directory: the zygotes import the package through it
+        self.package_fd = os.open(PACKAGE_ROOT, os.O_PATH | os.O_DIRECTORY | os.O_CLOEXEC)
         self.jail = Jail(config)
         self.prep = self.jail.child_prep()
+        self.prep.server_pid = os.getpid()
+        if os.getpid() != 1:  # outside a pid namespace: orphans of a dead zygote come back to us
+            namespaces.set_child_subreaper(True)
         self.counter = 0
         self.spare: Spare | None = None
-        self.zygote: Zygote | None = None
+        self.parents = WarmParents(
+            self._start_zygote,
+            int(config.get('renew_execs', RENEW_EXECS)),
+            float(config.get('renew_s', RENEW_S)),
+        )
         self._leftover: str | None = None
         """The last execution's work dir, until `finish` has removed it."""
-        self._exiting: int | None = None
+        self._exiting: Spare | None = None
         """The last execution's child when it reported its end before exiting, until `finish`."""
 
-    def start_zygote(self) -> None:
-        """Fork the process that will fork every spare (call once, after start-up is done)."""
-        self.zygote = start_zygote(self.prep)
+    def _start_zygote(self, kind: str) -> Zygote:
+        return spawn_zygote(self.prep, self.package_fd, kind)
 
     def _fork_spare(self) -> Spare:
-        if self.zygote is None:
-            self.start_zygote()
-        assert self.zygote is not None
-        return self.zygote.fork_spare(self._workdir())
+        lineage = self.parents.lineage(DEFAULT_KIND)
+        for attempt in (0, 1):
+            workdir = self._workdir()
+            try:
+                return lineage.spare(workdir)
+            except ZygoteLost:  # the lineage dropped the dead zygote: the next try starts a new one
+                remove_tree(workdir)
+                if attempt:
+                    raise
+                logger.error('a zygote died; starting a new one')
+        raise AssertionError('unreachable')
 
     def _workdir(self) -> str:
         self.counter += 1
         path = os.path.join(self.jail.work_base, f'w{self.counter}')
-        if os.path.lexists(path):
-            shutil.rmtree(path, ignore_errors=True)
-        os.mkdir(path, 0o700)
-        self._give_to_slot(path)
+        try:
+            os.mkdir(path, 0o700)
+        except FileExistsError:  # cannot happen in a fresh work space; be sure anyway
+            remove_entry(path)
+            os.mkdir(path, 0o700)
+        give_to(self.jail, path)
         return path
-
-    def _give_to_slot(self, path: str | int) -> None:
-        """Make ``path`` (or an open descriptor) the slot uid's (when there is one and we may)."""
-        if self.jail.uid is not None and os.getuid() == 0:
-            os.chown(path, self.jail.uid, self.jail.gid if self.jail.gid is not None else self.jail.uid)
-
-    def _write_files(self, workdir: str, files: dict[str, str], imports: dict[str, str]) -> None:
-        for name, text in files.items():
-            self._check_name(name)
-            fd = os.open(os.path.join(workdir, name), _NEW_FILE, 0o644)
-            try:
-                write_all(fd, text.encode('utf-8', 'surrogateescape'))
-                self._give_to_slot(fd)
-            finally:
-                os.close(fd)
-        for name, src in imports.items():
-            self._check_name(name)
-            dst = os.path.join(workdir, name)
-            shutil.copyfile(src, dst)
-            os.chmod(dst, 0o755)
-            self._give_to_slot(dst)
-
-    @staticmethod
-    def _check_name(name: str) -> None:
-        if not name or '/' in name or name in ('.', '..'):
-            raise ValueError(f'bad file name {name!r}')
-
-    def _export(self, workdir: str, exports: dict[str, str]) -> None:
-        """Copy produced files (e.g. a compiled binary) out of the work dir, atomically."""
-        for name, dst in exports.items():
-            self._check_name(name)
-            src = os.path.join(workdir, name)
-            if os.path.islink(src) or not os.path.isfile(src):
-                continue
-            os.makedirs(os.path.dirname(dst), exist_ok=True)
-            tmp = f'{dst}.tmp{os.getpid()}'
-            shutil.copyfile(src, tmp)
-            os.chmod(tmp, 0o755)
-            os.replace(tmp, dst)
 
     def _take_spare(self) -> Spare:
         spare, self.spare = self.spare, None
         if spare is not None and spare.alive():
             return spare
         if spare is not None:
-            spare.discard()
-            shutil.rmtree(spare.workdir, ignore_errors=True)
+            self._discard(spare)
         return self._fork_spare()
+
+    def _discard(self, spare: Spare) -> None:
+        try:
+            spare.discard()
+        except ZygoteLost:
+            pass
+        remove_tree(spare.workdir)
 
     def refill(self) -> None:
         """Fork the next execution's child ahead of its request (off the critical path)."""
@@ -125,7 +125,7 @@ class SlotServer:
         """Run one request and build the reply."""
         op = header.get('op')
         if op == 'ping':
-            return {'ok': True, 'tier': self.jail.tier, 'detail': self.jail.detail}, ()
+            return {'ok': True, 'tier': self.jail.tier, 'detail': self.jail.detail, 'pid': os.getpid()}, ()
         if op != 'exec':
             return {'ok': False, 'error': f'unknown op {op!r}'}, ()
         self.finish()
@@ -139,147 +139,162 @@ class SlotServer:
             filename = header.get('python_filename') or 'source.py'
             if source is not None:  # on disk too, for tracebacks' source lines
                 files[filename] = source
-            self._write_files(workdir, files, header.get('imports') or {})
+            write_files(self.jail, workdir, files, header.get('imports') or {})
             plan = {
-                'rlimits': rlimits(limits, set_nproc=self.jail.uid is not None),
+                'rlimits': rlimits(limits, set_nproc=self.jail.uid is not None, nproc_slack=self.jail.nproc_slack),
                 'argv': list(header.get('argv') or []),
                 'python_source': source,
                 'python_filename': filename,
             }
-            done_fd = None if source is None else self._done_fifo(workdir, plan)
+            done_fd = None if source is None else make_done_fifo(self.jail, workdir, plan)
             started = True
             outcome = execute(spare, plan, blobs[0] if blobs else b'', limits, self._kill_all, done_fd)
             done = True  # execute() killed everything the execution started, or `finish` will
-            self._exiting = outcome.exiting_pid
-            outcome.memory_exceeded = self.jail.memory_exceeded(outcome)
+            self._exiting = spare if outcome.exiting_pid is not None else None
+            self.jail.limits_hit(outcome)
             if outcome.exit_code == 0 and not outcome.timed_out:
-                self._export(workdir, header.get('exports') or {})
+                export_files(workdir, header.get('exports') or {})
         finally:
             if not started:
-                spare.discard()
+                self._discard(spare)
             self._leftover = workdir  # removed by `finish`, after the reply is sent
             if not done:
-                self.jail.forget_oom_count()
+                self.jail.forget_counts()
                 self._kill_all(0)
                 self.finish()
         return _reply(outcome), (bytes(outcome.stdout), bytes(outcome.stderr))
 
-    def _done_fifo(self, workdir: str, plan: dict[str, Any]) -> int:
-        """Make the FIFO warm Python reports its end in (`judge.sandbox.warm`); its read end.
-
-        Beside the work dir, not in it (programs list their directory), and writable only by the
-        slot's uid, so that no other slot's program can end this execution early.
-        """
-        path = plan['done_path'] = _done_path(workdir)
-        try:
-            os.mkfifo(path, 0o600)
-        except FileExistsError:  # left by an execution that failed before `finish`
-            os.unlink(path)
-            os.mkfifo(path, 0o600)
-        self._give_to_slot(path)
-        return os.open(path, os.O_RDONLY | os.O_NONBLOCK | os.O_CLOEXEC)
-
     def finish(self) -> None:
         """Kill, reap and remove what the last execution left, off the reply's path.
 
-        Waits until every process of the execution is gone (so its memory is free again) before the
-        slot runs anything else.
+        Waits until every process of the execution is gone and reaped (so its memory and its place
+        in the slot's process budget are free again) before the slot runs anything else.  Raises
+        when the slot cannot be made clean.
         """
-        pid, self._exiting = self._exiting, None
-        if pid is not None:
-            kill_process_group(pid)  # it is exiting already, unless its report was a lie
-            if self.zygote is not None:
-                try:
-                    self.zygote.reap(pid)  # first: the slot's cgroup is only empty once it is gone
-                except ZygoteLost:  # the reply went out fine: fork a new zygote for the next one
-                    logger.error('the zygote died; starting a new one')
-                    self.zygote.close()
-                    self.zygote = None
-            self.jail.kill_all()
+        spare, self._exiting = self._exiting, None
         workdir, self._leftover = self._leftover, None
-        if workdir is not None:
-            reap_orphans()
-            _remove_tree(workdir)
+        if spare is None and workdir is None:
+            return
+        if spare is not None:
+            # it is exiting already, unless its report was a lie (it may even have left its process group);
+            # its pid cannot be reused before the zygote has reaped it, and only by the execution's own
+            kill_process_group(spare.pid)
+            kill_process(spare.pid)
             try:
-                os.unlink(_done_path(workdir))
-            except FileNotFoundError:
+                spare.reap(spare.pid)  # first: the slot's cgroup is only empty once it is gone
+            except ZygoteLost:  # the reply went out fine: the next spare comes from a new zygote
+                self._drop_zygote(spare.parent)
+        self._settle()
+        if workdir is not None:
+            remove_tree(workdir)
+            try:
+                os.unlink(done_path(workdir))
+            except FileNotFoundError:  # not warm Python
                 pass
+        self.jail.scrub()
+
+    def _settle(self) -> None:
+        """Kill everything left in the slot and wait until every one of its processes is reaped."""
+        deadline = time.monotonic() + SETTLE_S
+        while True:
+            tasks = self.jail.slot_tasks()
+            if not tasks:
+                return
+            self.jail.kill_all()
+            self.parents.ask_reap()  # the zygotes reap their children and adopted orphans
+            reap_orphans()  # ours: orphans of a zygote that died
+            if time.monotonic() >= deadline:
+                raise SlotUnhealthy(f'{tasks} processes of the last execution are still in the slot')
+            time.sleep(0.002)
+
+    def _drop_zygote(self, pid: int) -> None:
+        for lineage in self.parents.lineages.values():
+            for zygote in lineage.zygotes():
+                if zygote.pid == pid:
+                    lineage.drop(zygote)
+                    return
 
     def _kill_all(self, pid: int) -> None:
         if pid:
             kill_process_group(pid)
         self.jail.kill_all()
 
+    def maintain(self) -> None:
+        """Renew warm parents when due; a spare of a replaced parent is replaced too (off the critical path)."""
+        lineage = self.parents.lineage(DEFAULT_KIND)
+        if lineage.maintain() and self.spare is not None and self.spare.parent != getattr(lineage.current, 'pid', 0):
+            spare, self.spare = self.spare, None
+            self._discard(spare)
+            lineage.close_drained()
+
+    def _wait_for_request(self, rfd: int) -> bool:
+        """Wait for the next request, renewing warm parents meanwhile; True when one is waiting."""
+        watched = [zygote.fileno() for zygote in self.parents.watched()]
+        ready, _, _ = select.select([rfd, *watched], [], [], self.parents.due_in_s())
+        if rfd in ready:
+            return True
+        self.maintain()
+        self.refill()
+        return False
+
+    def after_reply(self) -> bool:
+        """Clean the slot, renew parents when due, fork the next spare; False if the slot is broken."""
+        try:
+            self.finish()
+        except Exception:
+            logger.exception('the slot could not be cleaned after an execution; the slot server exits')
+            return False
+        try:
+            self.maintain()
+            self.refill()
+        except ZygoteLost:
+            logger.exception('no zygote; will start one on the next request')
+        except OSError:
+            logger.exception('could not fork a spare child; will retry on the next request')
+        return True
+
     def serve(self, rfd: int, wfd: int) -> None:
-        """Answer requests until the channel closes."""
+        """Answer requests until the channel closes or the slot breaks."""
         send_message(wfd, {'ok': True, 'tier': self.jail.tier, 'detail': self.jail.detail, 'pid': os.getpid()})
         while True:
             try:
+                if not self._wait_for_request(rfd):
+                    continue
                 header, blobs = recv_message(rfd)
             except ProtocolError:
                 self.finish()
                 return
-            lost = False
+            except (OSError, ZygoteLost):
+                logger.exception('renewing the warm parents failed')
+                continue
+            broken = False
             try:
                 reply, out = self.handle(header, blobs)
             except Exception as exc:
-                lost = isinstance(exc, ZygoteLost)
                 logger.exception('request failed')
-                reply, out = {'ok': False, 'error': f'{type(exc).__name__}: {exc}'}, ()
+                broken = isinstance(exc, (SlotUnhealthy, CleanupError))  # the slot cannot be made clean
+                retry = broken or isinstance(exc, ZygoteLost)  # the slot's failure, not the request's
+                reply, out = {'ok': False, 'error': f'{type(exc).__name__}: {exc}', 'retry': retry}, ()
             send_message(wfd, reply, out)
-            self.finish()  # after the reply is out, before anything else runs in the slot
-            try:
-                if not lost:
-                    self.refill()
-            except ZygoteLost:
-                lost = True
-            except OSError:
-                logger.exception('could not fork a spare child; will retry on the next request')
-            if lost:  # exit: the worker starts a new slot server on its next request
-                logger.error('the zygote is gone; the slot server exits')
+            if broken or not self.after_reply():  # exit: the worker starts a new slot server on its next request
                 return
 
-
-def _remove_tree(path: str) -> None:
-    """Remove a work dir whose processes are all dead: its files one by one, the rest by `shutil.rmtree`.
-
-    A work dir usually holds a few plain files; unlinking them by name beside one open descriptor
-    costs a third of `shutil.rmtree`'s checks and system calls.  Unlinking never follows a symlink.
-    """
-    try:
-        fd = os.open(path, os.O_RDONLY | os.O_DIRECTORY | os.O_NOFOLLOW | os.O_CLOEXEC)
-    except OSError:
-        shutil.rmtree(path, ignore_errors=True)
-        return
-    try:
-        with os.scandir(fd) as entries:
-            for entry in entries:
-                if not entry.is_dir(follow_symlinks=False):
-                    try:
-                        os.unlink(entry.name, dir_fd=fd)
-                    except OSError:  # left for shutil.rmtree below
-                        pass
-    finally:
-        os.close(fd)
-    try:
-        os.rmdir(path)
-    except OSError:  # a subdirectory, or anything unlink could not remove
-        shutil.rmtree(path, ignore_errors=True)
-
-
-def _done_path(workdir: str) -> str:
-    return f'{workdir}.done'
+    def close(self) -> None:
+        """Stop the warm parents (their children die with them)."""
+        self.parents.close()
 
 
 def _reply(outcome: ExecOutcome) -> dict[str, Any]:
     return {
         'ok': outcome.setup_error is None,
         'error': outcome.setup_error,
+        'retry': outcome.setup_error is not None,  # the child failed before the program ran
         'exit_code': outcome.exit_code,
         'signal': outcome.signal,
         'timed_out': outcome.timed_out,
         'output_exceeded': outcome.output_exceeded,
         'memory_exceeded': outcome.memory_exceeded,
+        'pids_exceeded': outcome.pids_exceeded,
         'wall_s': outcome.wall_s,
         'cpu_s': outcome.cpu_s,
         'max_rss_kb': outcome.max_rss_kb,
@@ -288,9 +303,8 @@ def _reply(outcome: ExecOutcome) -> dict[str, Any]:
     }
 
 
-def main(argv: list[str]) -> int:
-    """Entry point: ``server.py <config-json>``; requests on fd 0, replies on fd 1."""
-    config = json.loads(argv[1])
+def main() -> int:
+    """Entry point: the configuration, then requests on fd 0; replies on fd 1."""
     signal.signal(signal.SIGPIPE, signal.SIG_DFL)
     rfd, wfd = os.dup(0), os.dup(1)
     devnull = os.open(os.devnull, os.O_RDWR)
@@ -298,17 +312,23 @@ def main(argv: list[str]) -> int:
     os.dup2(devnull, 1)
     os.close(devnull)
     try:
+        config, _ = recv_message(rfd)
         server = SlotServer(config)
     except Exception as exc:
         send_message(wfd, {'ok': False, 'error': f'{type(exc).__name__}: {exc}'})
         return 1
     gc.collect()
-    gc.freeze()  # children then never touch (copy) the server's objects for garbage collection
-    server.start_zygote()
-    server.refill()
+    gc.freeze()
+    try:
+        server.refill()
+    except Exception as exc:
+        send_message(wfd, {'ok': False, 'error': f'{type(exc).__name__}: {exc}'})
+        server.close()
+        return 1
     server.serve(rfd, wfd)
+    server.close()
     return 0
 
 
 if __name__ == '__main__':
-    sys.exit(main(sys.argv))
+    sys.exit(main())

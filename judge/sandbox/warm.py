@@ -27,7 +27,7 @@ import resource
 import struct
 import sys
 import types
-from typing import NoReturn
+from typing import Any, NoReturn
 
 DONE_RECORD = struct.Struct('>idq')
 """Exit status, CPU seconds (the process and its waited-for children) and peak RSS in KB."""
@@ -94,19 +94,33 @@ def stack_depth() -> int:
     return depth
 
 
+_RECURSION_SHIMS = """\
+def getrecursionlimit():
+    return _get() - _extra
+def setrecursionlimit(limit, /):
+    _set(limit + _extra)
+"""
+
+
 def _hide_frames(extra: int) -> None:
-    """Give user code the recursion budget of a fresh interpreter despite our frames below it."""
-    get_limit, set_limit = sys.getrecursionlimit, sys.setrecursionlimit
+    """Give user code the recursion budget of a fresh interpreter despite our frames below it.
 
-    def getrecursionlimit() -> int:
-        return get_limit() - extra
-
-    def setrecursionlimit(limit: int, /) -> None:
-        set_limit(limit + extra)
-
-    getrecursionlimit.__doc__, setrecursionlimit.__doc__ = get_limit.__doc__, set_limit.__doc__
-    sys.getrecursionlimit, sys.setrecursionlimit = getrecursionlimit, setrecursionlimit
-    set_limit(1000 + extra)
+    The replacements are built in a namespace of their own: their globals hold the two originals
+    and the frame count, nothing of this module's.
+    """
+    namespace: dict[str, object] = {
+        '__builtins__': {},
+        '_get': sys.getrecursionlimit,
+        '_set': sys.setrecursionlimit,
+        '_extra': extra,
+    }
+    exec(compile(_RECURSION_SHIMS, '<sys>', 'exec'), namespace)
+    shims: dict[str, Any] = {name: namespace[name] for name in ('getrecursionlimit', 'setrecursionlimit')}
+    for name, shim in shims.items():
+        shim.__doc__ = getattr(sys, name).__doc__
+        shim.__module__ = 'sys'
+    sys.setrecursionlimit(1000 + extra)
+    sys.getrecursionlimit, sys.setrecursionlimit = shims['getrecursionlimit'], shims['setrecursionlimit']
 
 
 def _preload(modules: list[str]) -> None:
@@ -183,14 +197,30 @@ def _report_done(done_path: str, status: int) -> None:
     os.close(fd)
 
 
+def _reseed() -> None:
+    """Random states a fork would otherwise share with every sibling: `random` reseeds itself after
+    ``fork``; numpy's global generator (when a warm parent preloads numpy) does not."""
+    numpy_random = sys.modules.get('numpy.random')
+    if numpy_random is not None:
+        try:
+            numpy_random.seed()
+        except Exception:
+            pass
+
+
 def run_python(source: str | None, filename: str, workdir: str, done_path: str | None = None) -> NoReturn:
     """Execute ``source`` as the ``__main__`` module and exit with Python's exit status.
 
     Expects `prepare_interpreter` to have run in an ancestor (the streams are its) and the
-    current directory to be ``workdir``.  With ``done_path``, the end is reported there first.
+    current directory to be ``workdir``.  With ``done_path``, the end is reported there first, by
+    this process only: a child the program forks that ends the same way (``sys.exit``, falling off
+    the end of the script) only ends itself, as under ``python3 file.py``.
     """
+    main_pid = os.getpid()
     os.environ['HOME'] = os.environ['TMPDIR'] = workdir
     sys.argv = [filename]
+    sys.orig_argv = [sys.executable, filename]
+    _reseed()
     cwd = os.getcwd()  # ``workdir`` with any symlink resolved, as a fresh interpreter sees it
     sys.path.insert(0, cwd)
     assert _main is not None, 'prepare_interpreter() must run first'
@@ -217,6 +247,6 @@ def run_python(source: str | None, filename: str, workdir: str, done_path: str |
         sys.excepthook(*sys.exc_info())
     flush_status = _flush()  # always: output must go out whatever the status
     status = status or flush_status
-    if done_path is not None:
+    if done_path is not None and os.getpid() == main_pid:
         _report_done(done_path, status)
     os._exit(status)

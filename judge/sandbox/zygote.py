@@ -1,67 +1,109 @@
-"""The zygote: a small process, forked once from the slot server, that forks every spare child.
+"""The slot server's handle on a zygote: a warm parent process that forks every spare child.
 
 Why a separate process: after ``fork()`` every page of the forking process is shared copy-on-write
 with the child, so a slot server that forked its own children paid a page fault for each page it
-wrote afterwards, about 300 per execution (measured; ~0.6 ms of CPU on this kind of VM).  The
-zygote is a copy of the server taken once, after start-up; between forks it runs a tiny loop that
-touches few pages.  The server now forks only once, so its own pages stay private.
+wrote afterwards, about 300 per execution (measured; ~0.6 ms of CPU on this kind of VM).  Between
+forks the zygote runs a tiny loop that touches few pages.
 
-The zygote is the spares' parent, so it reaps them and reports how they ended.  It is root and
-outside the slot's cgroup, so killing everything in the slot (or everything of the slot's uid)
-never kills it; it lives under the children's no-new-privs, Landlock and seccomp filter, which they
-inherit (`judge.sandbox.child.confine_forker`).  It dies with the server (parent-death signal, and
-end of file on its socket).
+The zygote is a *fresh* interpreter (`spawn_zygote`: ``posix_spawn``, no fork of the server), so
+it holds nothing of the server's (no configuration, no request), and each zygote has its own
+address-space layout and ``str`` hash secret; `judge.sandbox.parents` replaces zygotes after a
+bounded number of executions or seconds.  What the zygote process does is in
+`judge.sandbox.zygote_main` (its protocol too).
 
-Messages on a ``SOCK_SEQPACKET`` socket pair, one per datagram:
-
-* server → zygote: ``F`` + work dir: fork a spare that will run there;
-* zygote → server: ``S`` + pid, with four fds (control, stdout, stderr and status pipe ends);
-* zygote → server: ``X`` + pid, wait status, CPU seconds and max RSS (KB) of a child it reaped.
+The zygote is the spares' parent and the slot's subreaper, so it reaps them (and any orphan) and
+reports how the spares ended.  It is root and outside the slot's memory and pids cgroups, so killing
+everything in the slot never kills it; it lives under the children's no-new-privs, Landlock and
+seccomp filter.  It dies with the server (parent-death signal, and end of file on its socket).
 """
 
 from __future__ import annotations
 
-import gc
+import fcntl
 import os
 import select
 import signal
 import socket
-import struct
-from typing import NoReturn
+import sys
+import time
 
-from judge.sandbox import namespaces
-from judge.sandbox.child import ChildFds, ChildPrep, confine_forker, run_spare
+from judge.sandbox.child import ChildPrep
 from judge.sandbox.execute import Spare
-from judge.sandbox.warm import prepare_interpreter, stack_depth
+from judge.sandbox.zygote_main import BOOT, EXIT, LANDLOCK_FD, MAX_MSG, PACKAGE_FD, PID, SOCK_FD
 
-_PID = struct.Struct('>i')
-_EXIT = struct.Struct('>iidq')
-_MAX_MSG = 8192
+_ZYGOTE_ENV = {'PATH': '/usr/bin:/bin', 'LANG': 'C.UTF-8', 'LD_BIND_NOW': '1'}
+"""The zygote's own environment (children get theirs from `ChildPrep.env`).  ``LD_BIND_NOW``: every
+libc/libpython symbol is resolved once, in the zygote, instead of in each forked child."""
+_HIGH_FD = 10
 
 
 class ZygoteLost(RuntimeError):
-    """The zygote died: the slot server cannot start executions any more and must be restarted."""
+    """The zygote died: it cannot start executions any more and must be replaced."""
+
+
+def _high(fd: int) -> int:
+    """A close-on-exec duplicate of ``fd`` numbered above the zygote's fixed fds."""
+    return fcntl.fcntl(fd, fcntl.F_DUPFD_CLOEXEC, _HIGH_FD)
 
 
 class Zygote:
-    """The server's handle on its zygote."""
+    """The server's handle on one zygote."""
 
-    def __init__(self, pid: int, sock: socket.socket) -> None:
+    def __init__(self, pid: int, sock: socket.socket, kind: str = 'python') -> None:
         self.pid = pid
+        self.pidfd = os.pidfd_open(pid)
         self.sock = sock
+        self.kind = kind
+        self.started = time.monotonic()
+        self.forks = 0
+        """Spares forked so far."""
+        self.ready = False
+        self.live: set[int] = set()
+        """Spares forked and not yet reported ended."""
         self._exits: dict[int, tuple[int, float, int]] = {}
 
-    def _recv(self) -> tuple[bytes, list[int]]:
+    def fileno(self) -> int:
+        """The socket, for `select`."""
+        return self.sock.fileno()
+
+    def _recv(self, timeout_s: float | None = None) -> tuple[bytes, list[int]]:
+        if timeout_s is not None:
+            ready, _, _ = select.select([self.sock], [], [], timeout_s)
+            if not ready:
+                raise ZygoteLost(f'the zygote did not answer within {timeout_s:.0f}s')
         try:
-            data, fds, _, _ = socket.recv_fds(self.sock, _MAX_MSG, 4)
+            data, fds, _, _ = socket.recv_fds(self.sock, MAX_MSG, 4)
         except OSError as e:
             raise ZygoteLost(f'zygote socket: {e}') from e
         if not data:
             raise ZygoteLost('the zygote exited')
-        if data[:1] == b'X':
-            pid, status, cpu_s, max_rss_kb = _EXIT.unpack(data[1:])
+        kind = data[:1]
+        if kind == b'X':
+            pid, status, cpu_s, max_rss_kb = EXIT.unpack(data[1:])
             self._exits[pid] = (status, cpu_s, max_rss_kb)
+            self.live.discard(pid)
+        elif kind == b'R':
+            self.ready = True
         return data, fds
+
+    def _drain(self, data: bytes, fds: list[int]) -> None:
+        for fd in fds:
+            os.close(fd)
+
+    def poll(self) -> None:
+        """Read every message already waiting (readiness, exit reports) without blocking."""
+        while select.select([self.sock], [], [], 0)[0]:
+            self._drain(*self._recv())
+
+    def wait_ready(self, timeout_s: float) -> None:
+        """Block until the zygote has said it is ready; `ZygoteLost` if it dies or takes too long."""
+        deadline = time.monotonic() + timeout_s
+        while not self.ready:
+            self._drain(*self._recv(max(0.0, deadline - time.monotonic())))
+
+    def due(self, max_forks: int, max_age_s: float) -> bool:
+        """Whether this zygote has served long enough to be replaced."""
+        return self.forks >= max_forks or time.monotonic() - self.started >= max_age_s
 
     def fork_spare(self, workdir: str) -> Spare:
         """A new spare child waiting for its plan in ``workdir``."""
@@ -73,93 +115,72 @@ class Zygote:
             data, fds = self._recv()
             if data[:1] == b'S':
                 if len(fds) != 4:
-                    for fd in fds:
-                        os.close(fd)
+                    self._drain(data, fds)
                     raise ZygoteLost(f'the zygote sent {len(fds)} fds for a spare, not 4')
-                (pid,) = _PID.unpack(data[1:])
+                (pid,) = PID.unpack(data[1:])
                 ctrl, out, err, status = fds
-                return Spare(pid, os.pidfd_open(pid), ctrl, out, err, status, workdir, self.reap)
-            for fd in fds:
-                os.close(fd)
+                self.forks += 1
+                self.live.add(pid)
+                return Spare(pid, os.pidfd_open(pid), ctrl, out, err, status, workdir, self.reap, self.pid)
+            self._drain(data, fds)
 
-    def reap(self, pid: int) -> tuple[int, float, int]:
+    def reap(self, pid: int, timeout_s: float | None = None) -> tuple[int, float, int]:
         """Wait until the zygote has reaped ``pid``: its wait status, CPU seconds and max RSS (KB)."""
+        deadline = None if timeout_s is None else time.monotonic() + timeout_s
         while pid not in self._exits:
-            _, fds = self._recv()
-            for fd in fds:
-                os.close(fd)
+            left = None if deadline is None else max(0.0, deadline - time.monotonic())
+            self._drain(*self._recv(left))
         return self._exits.pop(pid)
 
+    def ask_reap(self) -> None:
+        """Ask the zygote to reap whatever has exited (children that sent it no signal included)."""
+        try:
+            self.sock.send(b'W')
+        except OSError as e:
+            raise ZygoteLost(f'zygote socket: {e}') from e
+
+    def alive(self) -> bool:
+        """Whether the zygote process is still running."""
+        return not select.select([self.pidfd], [], [], 0)[0]
+
     def close(self) -> None:
-        """Stop the zygote (its spares die with their control pipes)."""
+        """Stop the zygote (its spares die with their control pipes) and reap it."""
         self.sock.close()
         try:
-            os.kill(self.pid, signal.SIGKILL)
-            os.waitpid(self.pid, 0)
-        except (ProcessLookupError, ChildProcessError):
+            signal.pidfd_send_signal(self.pidfd, signal.SIGKILL)
+        except ProcessLookupError:
             pass
+        try:
+            os.waitpid(self.pid, 0)
+        except ChildProcessError:  # already reaped (the slot server is pid 1 of its namespace)
+            pass
+        os.close(self.pidfd)
 
 
-def start_zygote(prep: ChildPrep) -> Zygote:
-    """Fork the zygote.
+def spawn_zygote(prep: ChildPrep, package_fd: int, kind: str = 'python') -> Zygote:
+    """Start a fresh zygote process; it is ready after `Zygote.wait_ready` (or once `Zygote.ready`).
 
-    A plain function, not a constructor, on purpose: a class call goes through C, which counts
-    against the recursion limit without leaving a Python frame, and warm children inherit this
-    stack (`judge.sandbox.warm` gives user code the budget of a fresh interpreter by counting frames).
+    ``package_fd`` is an ``O_PATH`` descriptor of the directory that holds the `judge` package.
     """
     ours, theirs = socket.socketpair(socket.AF_UNIX, socket.SOCK_SEQPACKET)
-    server_pid = os.getpid()
-    pid = os.fork()
-    if pid == 0:  # pragma: no cover - the zygote
-        ours.close()
-        _serve(theirs, prep, server_pid)
+    inherited = [(_high(theirs.fileno()), SOCK_FD), (_high(package_fd), PACKAGE_FD)]
+    if prep.landlock_fd is not None:
+        inherited.append((_high(prep.landlock_fd), LANDLOCK_FD))
     theirs.close()
-    return Zygote(pid, ours)
-
-
-def _serve(sock: socket.socket, prep: ChildPrep, server_pid: int) -> NoReturn:  # pragma: no cover - zygote
-    """The zygote's loop: fork on request, reap and report children as they exit."""
     try:
-        namespaces.set_pdeathsig(signal.SIGKILL)
-        if os.getppid() != server_pid:  # the server died before the parent-death signal was set
-            os._exit(0)
-        # once for all children, which run user code three calls up: _fork → run_spare → run_python
-        prepare_interpreter(prep.env, prep.preload, frames_below=stack_depth() + 3)
-        gc.collect()
-        gc.freeze()  # the preloaded modules' objects too: children's collections never touch them
-        confine_forker(prep)  # the zygote itself lives under the children's filters from here on
-        children: dict[int, int] = {}  # pidfd -> pid
-        listen = sock.fileno()
-        while True:
-            ready, _, _ = select.select([listen, *children], [], [])
-            for fd in ready:
-                if fd == listen:
-                    request = sock.recv(_MAX_MSG)
-                    if not request:
-                        os._exit(0)
-                    pid, pidfd = _fork(sock, prep, os.fsdecode(request[1:]))
-                    children[pidfd] = pid
-                else:
-                    pid = children.pop(fd)
-                    os.close(fd)
-                    _, status, usage = os.wait4(pid, 0)
-                    report = _EXIT.pack(pid, status, usage.ru_utime + usage.ru_stime, usage.ru_maxrss)
-                    sock.send(b'X' + report)
-    except BaseException:
-        os._exit(1)
-
-
-def _fork(sock: socket.socket, prep: ChildPrep, workdir: str) -> tuple[int, int]:  # pragma: no cover
-    ctrl_r, ctrl_w = os.pipe2(os.O_CLOEXEC)
-    out_r, out_w = os.pipe2(os.O_CLOEXEC)
-    err_r, err_w = os.pipe2(os.O_CLOEXEC)
-    status_r, status_w = os.pipe2(os.O_CLOEXEC)
-    pid = os.fork()
-    if pid == 0:  # the spare: it closes every other inherited fd (the socket too) while it prepares
-        run_spare(prep, ChildFds(ctrl=ctrl_r, stdout=out_w, stderr=err_w, status=status_w), workdir)
-    pidfd = os.pidfd_open(pid)
-    ours = (ctrl_w, out_r, err_r, status_r)
-    socket.send_fds(sock, [b'S' + _PID.pack(pid)], list(ours))
-    for fd in (ctrl_r, out_w, err_w, status_w, *ours):
-        os.close(fd)
-    return pid, pidfd
+        pid = os.posix_spawn(
+            sys.executable,
+            [sys.executable, '-I', '-B', '-c', BOOT],
+            _ZYGOTE_ENV,
+            file_actions=[(os.POSIX_SPAWN_DUP2, fd, target) for fd, target in inherited],
+        )
+    finally:
+        for fd, _ in inherited:
+            os.close(fd)
+    zygote = Zygote(pid, ours, kind)
+    try:
+        ours.send(prep.to_message())
+    except OSError as e:
+        zygote.close()
+        raise ZygoteLost(f'the new zygote went away: {e}') from e
+    return zygote
