@@ -32,6 +32,9 @@ SLOTS = 2  # MAX_WORKERS of the test stack (tests/conftest.py)
 PIDS_BOUND = 64
 NPROC_SLACK = 8  # judge.sandbox.jail.NPROC_SLACK: RLIMIT_NPROC sits above the pids cgroup's bound
 MEMORY_BOUND = 256 * 1024 * 1024
+STATUS_WAIT_S = 30.0
+"""How long the safety gate waits for /status to name the isolation tier, and for every slot to answer a probe
+(under load, one slot may take every probe of a few rounds)."""
 
 # Common helpers prepended to every Python attack program.  `P` holds the case's parameters; `report`
 # prints one compact JSON line (stdout is cut at 1000 chars, so reports stay short); `attempt` returns
@@ -422,11 +425,17 @@ def run_safety_gate(gateway_url: str) -> SafetyInfo:
     """Prove the isolation the attacks rely on, or skip (fail with JUDGE_REQUIRE_ATTACKS=1)."""
     info = SafetyInfo()
     try:
-        status, payload = request(gateway_url + '/status')
-        assert status == 200, (status, payload)
+        deadline = time.monotonic() + STATUS_WAIT_S
+        while True:  # a loaded worker may miss /status' liveness poll: ask again for a while
+            status, payload = request(gateway_url + '/status')
+            assert status == 200, (status, payload)
+            if payload.get('isolation') or time.monotonic() > deadline:
+                break
+            time.sleep(0.5)
         assert payload.get('isolation') == 'namespaces', f'isolation tier is {payload.get("isolation")!r}'
         host_pidns = os.readlink('/proc/self/ns/pid')
-        for _ in range(4):  # until every slot has answered a probe
+        probe_deadline = time.monotonic() + STATUS_WAIT_S
+        while time.monotonic() < probe_deadline:  # until every slot has answered a probe
             for result in batch(gateway_url, [py(PROBE) for _ in range(SLOTS)], route='/run/batch'):
                 probe = _check_probe(result, host_pidns)
                 rel, pids_max = _cgroup_limits(probe['cgroup'])

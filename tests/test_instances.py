@@ -106,7 +106,7 @@ def test_answers_are_right_and_slots_never_shared(node: Node) -> None:
         seen.add((int(uid), cwd, cgroup))
 
     # Slots claimed by the two instances' four pool processes, from the worker log.
-    found = re.findall(r'slot (\d+) server pid \d+, tier (namespaces|landlock|uid)', node.worker.log())
+    found = re.findall(r'slot (\d+) server pid \d+ \(start #1\), tier (namespaces|landlock|uid)', node.worker.log())
     slots = [int(n) for n, _ in found]
     with_cgroups = {tier for _, tier in found} <= {'namespaces', 'landlock'}  # the uid tier has none
     assert len(slots) == 2 * PROCESSES and len(set(slots)) == len(slots), node.worker.log()[-3000:]
