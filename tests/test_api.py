@@ -261,7 +261,7 @@ def test_cpp_compile_cache_and_pch(gateway_url: str) -> None:
     )
     sub = {'type': 'cpp', 'solution': source, 'input': '3 4', 'expected_output': '7'}
     first = post(gateway_url, '/run', sub, timeout_s=180)
-    assert first["success"] and first["compile_cached"] is False, json.dumps(first)
+    assert first['success'] and first['compile_cached'] is False, json.dumps(first)
     second = post(gateway_url, '/run', dict(sub, input='10 20', expected_output='30'))
     assert second['success'] and second['compile_cached'] is True, second
 
