@@ -8,7 +8,7 @@ STAMP := $(VENV)/.installed
 CONSTRAINTS := constraints.txt
 BASE_PYTHON ?= $(shell command -v python3.11 >/dev/null 2>&1 && python3.11 -c 'import sys;print(sys.executable)' || python3 -c 'import sys;print(sys.executable)')
 
-.PHONY: install runtime run test test-min test-deploy test-image test-verl test-rlinf test-client lint typecheck format bench soak clean system-deps lock
+.PHONY: install runtime run test test-min test-stock test-deploy test-image test-verl test-rlinf test-client lint typecheck format bench soak clean system-deps lock
 
 system-deps:
 	@scripts/system-deps.sh
@@ -37,6 +37,13 @@ test: install runtime
 # The deploy recipe run whole on this machine over loopback: deploy/master.sh and two worker nodes
 # (worker.sh; the systemd units' ExecStart), the HumanEval-style check, a node SIGKILLed mid-load.
 # About a minute; root.  Not part of `make test`.
+# The end-to-end modules that run on both transport paths (tests/conftest.py BOTH_PATHS), on the
+# stock path (JUDGE_TRANSPORT=stock) alone.
+test-stock: install runtime
+	@scripts/system-deps.sh --test
+	JUDGE_TEST_PATHS=stock $(PY) -m pytest tests/test_api.py tests/test_faults.py tests/test_attacks.py \
+		tests/test_judge_tests.py tests/test_tracing.py
+
 test-deploy: install
 	@scripts/system-deps.sh --test
 	JUDGE_TEST_DEPLOY=1 $(PY) -m pytest tests/test_deploy_cluster.py

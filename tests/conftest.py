@@ -19,7 +19,8 @@ from tests.services import RUNTIME_MODULES, Service, ensure_runtime, start_gatew
 
 TIME_LIMIT_S = 4  # rStar2-Agent's MAX_EXECUTION_TIME
 BOTH_PATHS = frozenset({'test_api', 'test_faults', 'test_attacks', 'test_judge_tests', 'test_tracing'})
-PATHS = ('fast', 'stock')
+PATHS = tuple(p.strip() for p in os.environ.get('JUDGE_TEST_PATHS', 'fast,stock').split(',') if p.strip())
+"""The paths `BOTH_PATHS` modules run on (``JUDGE_TEST_PATHS``; `make test-stock` runs the stock path alone)."""
 
 
 def pytest_generate_tests(metafunc: pytest.Metafunc) -> None:
@@ -27,6 +28,8 @@ def pytest_generate_tests(metafunc: pytest.Metafunc) -> None:
     if 'transport' in metafunc.fixturenames:
         module = metafunc.module.__name__.rsplit('.', 1)[-1]
         paths = list(PATHS) if module in BOTH_PATHS else ['fast']
+        if not paths or not set(paths) <= {'fast', 'stock'}:
+            raise pytest.UsageError(f'JUDGE_TEST_PATHS must name fast and/or stock, not {PATHS}')
         metafunc.parametrize('transport', paths, indirect=True, scope='session')
 
 
