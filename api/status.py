@@ -30,7 +30,11 @@ async def _cached_live_workers(link: ShardLink) -> dict[str, Any]:
     now = time.monotonic()
     hit = _cache.get(link.shard.name)
     if hit is None or now - hit[0] > _CACHE_S:
-        hit = (now, await asyncio.to_thread(_live_workers, link))
+        try:
+            hit = (now, await asyncio.to_thread(_live_workers, link))
+        except Exception as exc:  # e.g. the first broadcast after a Redis restart: ask again next time
+            logger.warning('status: could not ask the workers of %s: %s', link.shard.name, exc)
+            return {}
         _cache[link.shard.name] = hit
     return hit[1]
 
