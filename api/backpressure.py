@@ -88,12 +88,12 @@ class InFlight:
         self.count += n
         IN_FLIGHT.inc(n)
 
-    async def release(self, n: int) -> None:
+    def release(self, n: int) -> None:
         """Give back ``n`` admitted submissions."""
         self.count -= n
         IN_FLIGHT.dec(n)
         if self.max_in_flight and self.counter is not None:
-            await self.counter.release(n)
+            self.counter.release(n)
 
 
 async def _answer(send: Send, status: int, body: dict[str, Any], headers: list[tuple[bytes, bytes]]) -> None:

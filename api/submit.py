@@ -46,7 +46,7 @@ async def submit(
             payloads, LANES[lane], wait_s or gateway.wait_s[lane], label, request.is_disconnected
         )
     finally:
-        await in_flight.release(n)
+        in_flight.release(n)
     elapsed = time.perf_counter() - started
     path = request.scope['path']
     metrics.record(path, payloads, results, elapsed)

@@ -113,12 +113,17 @@ def kinds(procs: dict[int, Proc], pids: set[int]) -> dict[int, str]:
 
 
 def select(procs: dict[int, Proc], pattern: str, root_pid: int | None = None) -> set[int]:
-    """Processes whose command line matches ``pattern``; with ``root_pid``, only that process's tree."""
+    """Processes named by the judge (`_NAMES`) or whose command line matches ``pattern``; with
+    ``root_pid``, only that process's tree."""
     regex = re.compile(pattern)
     keep = set(procs) if root_pid is None else {root_pid}
     while root_pid is not None and (more := {p for p, v in procs.items() if v.ppid in keep} - keep):
         keep |= more
-    return {p for p in keep if p in procs and procs[p].cmdline and regex.search(procs[p].cmdline)}
+    return {
+        p
+        for p in keep
+        if p in procs and (procs[p].comm in _NAMES or (procs[p].cmdline and regex.search(procs[p].cmdline)))
+    }
 
 
 def cpu_snapshot(pattern: str = DEFAULT_MATCH, root_pid: int | None = None) -> Snapshot:

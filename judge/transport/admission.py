@@ -3,8 +3,12 @@
 Every gateway process is a member of ``judge:inflight`` (its count of admitted, unanswered
 submissions) and ``judge:gateways`` (when its lease ends, by Redis's clock).  `Admission.acquire`
 runs one Lua script: members whose lease ended are dropped (so a crashed process's share comes back
-after at most ``lease_s``), this process's lease is renewed, and ``n`` is added to its count if the
-total stays within the cap.  `Admission.release` subtracts.  `Admission.keep_alive` renews the
+after at most ``lease_s``), this process's lease is renewed, what it released since its last call
+is subtracted, and ``n`` is added to its count if the total stays within the cap.
+`Admission.release` counts locally and lets the next acquire carry it, or a flush `RELEASE_FLUSH_S`
+later when no acquire comes first: one round trip per request, not two.  Near the cap (the total
+last seen within `NEAR_CAP` of it) releases are flushed at once, so no process refuses work because
+another one's release is still on its way.  `Admission.keep_alive` renews the
 lease every third of it and records the count again when Redis lost it (a restart) or an update
 may not have landed.  When Redis cannot be reached, the process admits against the cap on its own
 count alone.  With no cap (0) nothing is counted in Redis.
@@ -25,6 +29,9 @@ logger = logging.getLogger('judge.transport.admission')
 
 KEY_TTL_S = 120
 """Both keys disappear this long after the last gateway process touched them."""
+RELEASE_FLUSH_S = 0.02
+"""Released submissions reach Redis with the next acquire, or after this long."""
+NEAR_CAP = 0.9
 
 _PRELUDE = """
 if redis.replicate_commands then redis.replicate_commands() end
@@ -43,10 +50,13 @@ redis.call('ZADD', KEYS[2], t + tonumber(ARGV[3]), ARGV[1])
 redis.call('EXPIRE', KEYS[1], ARGV[4])
 redis.call('EXPIRE', KEYS[2], ARGV[4])
 """
-# KEYS: in-flight hash, lease ZSET.  ARGV: member, n, lease_s, key ttl, cap.  -> {admitted, total}
+# KEYS: in-flight hash, lease ZSET.  ARGV: member, n, lease_s, key ttl, cap, released.  -> {admitted, total}
 ACQUIRE = (
     _PRELUDE
     + _RENEW
+    + """
+if tonumber(ARGV[6]) > 0 then redis.call('HINCRBY', KEYS[1], ARGV[1], -tonumber(ARGV[6])) end
+"""
     + _TOTAL
     + """
 local n = tonumber(ARGV[2])
@@ -98,6 +108,11 @@ class Admission:
         """Submissions this process admitted and has not released."""
         self.dirty = False
         """An update may not have reached Redis: the next heartbeat records `count` as it is."""
+        self.unreleased = 0
+        """Released here, not yet subtracted in Redis."""
+        self.total = 0
+        """The cluster's total at the last acquire."""
+        self._flush: asyncio.TimerHandle | None = None
         self._scripts: dict[str, Any] = {}
 
     def _keys(self) -> list[str]:
@@ -115,8 +130,12 @@ class Admission:
         if not self.cap:
             self.count += n
             return True, self.count
+        released, self.unreleased = self.unreleased, 0
         try:
-            admitted, total = await self._call('acquire', ACQUIRE, n, self.lease_s, KEY_TTL_S, self.cap)
+            admitted, total = await self._call('acquire', ACQUIRE, n, self.lease_s, KEY_TTL_S, self.cap, released)
+        except asyncio.CancelledError:
+            self.dirty = True  # the script may or may not have run
+            raise
         except Exception as exc:
             logger.warning('in-flight count unavailable (%s): admitting against this process alone', exc)
             self.dirty = True
@@ -124,26 +143,47 @@ class Admission:
             total = self.count + n * admitted
         if admitted:
             self.count += n
+        self.total = total
         return bool(admitted), total
 
-    async def release(self, n: int) -> None:
-        """Give back ``n`` admitted submissions."""
+    def release(self, n: int) -> None:
+        """Give back ``n`` admitted submissions (subtracted in Redis by the next acquire or flush)."""
         self.count -= n
         if not self.cap:
             return
+        self.unreleased += n
+        near = self.total >= NEAR_CAP * self.cap
+        if near and self._flush is not None:
+            self._flush.cancel()
+            self._flush = None
+        if self._flush is None:
+            self._flush = asyncio.get_running_loop().call_later(0 if near else RELEASE_FLUSH_S, self._start_flush)
+
+    def _start_flush(self) -> None:
+        self._flush = None
+        if self.unreleased:
+            task = asyncio.get_running_loop().create_task(self.flush())
+            task.add_done_callback(lambda t: t.cancelled() or t.exception())
+
+    async def flush(self) -> None:
+        """Subtract in Redis what was released and no acquire carried yet."""
+        released, self.unreleased = self.unreleased, 0
+        if not released:
+            return
         try:
-            await self.shard.aclient.hincrby(self.shard.keys.in_flight, self.member, -n)
+            await self.shard.aclient.hincrby(self.shard.keys.in_flight, self.member, -released)
         except asyncio.CancelledError:
             self.dirty = True
             raise
         except Exception as exc:
-            logger.warning('could not release %d in-flight submissions (%s); the heartbeat will', n, exc)
+            logger.warning('could not release %d in-flight submissions (%s); the heartbeat will', released, exc)
             self.dirty = True
 
     async def snapshot(self) -> tuple[int, int]:
         """(submissions in flight in every live gateway process, live gateway processes)."""
         if not self.cap:
             return self.count, 1
+        await self.flush()
         total, members = await self._call('snapshot', SNAPSHOT)
         return total, members
 
@@ -171,6 +211,8 @@ class Admission:
 
     async def leave(self) -> None:
         """Withdraw this process (a clean shutdown): its share is free at once."""
+        if self._flush is not None:
+            self._flush.cancel()
         if not self.cap:
             return
         try:
