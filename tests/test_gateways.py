@@ -4,10 +4,13 @@ Two real gateways on two ports, and one ``judge-gateway --workers 2`` on a third
 Redis that no worker consumes: what they admit stays in flight until its deadline (1 + 5 + 8 s, and
 1 + 5 + 0 s behind the third port), so the cap is checked exactly.  A gateway killed with SIGKILL
 gives its share back when its lease (``JUDGE_GATEWAY_LEASE_S``) ends.
+
+Optional (about a minute; `make test-scale`, which .ci/run runs): set JUDGE_TEST_SCALE=1.
 """
 
 from __future__ import annotations
 
+import os
 import shutil
 import signal
 import sys
@@ -26,7 +29,10 @@ from tests.helpers import request
 from tests.services import Service, start_redis
 from tests.test_metrics import scrape, total, value
 
-pytestmark = pytest.mark.integration
+pytestmark = [
+    pytest.mark.integration,
+    pytest.mark.skipif(not os.environ.get('JUDGE_TEST_SCALE'), reason='optional: make test-scale'),
+]
 
 CAP = 3
 LEASE_S = 2.0
