@@ -2,7 +2,7 @@
 
 * `BodyLimit` (pure ASGI middleware): a body over ``JUDGE_MAX_BODY_MB`` gets 413, from its
   ``Content-Length`` before a byte is read, or while streaming a chunked body.  It also answers 429 at
-  once, without reading the body, when this process is already at its in-flight cap.
+  once, without reading the body, when this process's own submissions alone fill the in-flight cap.
 * `InFlight`: submissions accepted and not answered yet, in all gateway processes together (counted
   in Redis by `judge.transport.admission`; this process's own count when Redis cannot be reached).
   A request whose submissions would push the total over ``JUDGE_MAX_IN_FLIGHT`` gets 429 with
