@@ -10,9 +10,11 @@ ports from ``--port``, driven with `toolkit.bench rstar` (trivial submissions, r
 
 Run alternately (each round: the list, then reversed), so drift on a shared machine hits every
 configuration alike.  Per run: submissions/s and CPU ms per submission by process kind
-(`toolkit.cpu`).  Then, from medians, the ratios ``inst2/base``, ``gw2/base``, ``shard2/inst2``, and
-the capacity model's prediction (`toolkit.capacity.predict`, from ``base``'s measured profile, on
-``--cores`` cores) beside each measured rate.
+(`toolkit.cpu`), the load generator's own CPU, and the cores everything but the stack kept busy
+(``/proc/stat``).  Then, from medians, the ratios ``inst2/base``, ``gw2/base``, ``shard2/inst2``, and
+the capacity model's predictions (`toolkit.capacity.predict`, from ``base``'s measured profile, on
+``--cores`` cores and on the cores left to the stack) beside each measured rate, and each serial
+part's ceiling from the configuration's own CPU per submission (see `summary`).
 
     python -m scripts.scaleout_bench --rounds 2 --n 2000 --port 18620 > scaleout.jsonl
 """
@@ -84,9 +86,10 @@ def run_config(name: str, args: argparse.Namespace, work: Path) -> dict[str, Any
         url = f'http://127.0.0.1:{gw_port}'
         common = ['--url', url, '--senders', str(args.senders), '--per-request', str(args.per_request)]
         asyncio.run(bench.run_scenario('rstar', bench.parse_args(['rstar', '--n', '300', *common])))
-        snap = _snapshot(procs)
+        snap, busy0, own0, t0 = _snapshot(procs), machine_busy_s(), time.process_time(), time.perf_counter()
         result = asyncio.run(bench.run_scenario('rstar', bench.parse_args(['rstar', '--n', str(args.n), *common])))
         used = cpu_delta(snap, _snapshot(procs))
+        busy_s, own_s, wall_s = machine_busy_s() - busy0, time.process_time() - own0, time.perf_counter() - t0
     finally:
         for proc in reversed(procs):
             if proc.poll() is None:
@@ -101,7 +104,17 @@ def run_config(name: str, args: argparse.Namespace, work: Path) -> dict[str, Any
         'subs_per_s': result['subs_per_s'],
         'wrong': result['wrong'],
         'cpu_ms': {k: v * 1000 / args.n for k, v in used.items() if v > 0},
+        'client_cpu_ms': own_s * 1000 / args.n,
+        # Cores that everything but the stack (this load generator, other jobs) kept busy meanwhile.
+        'other_cores': max(0.0, busy_s - sum(used.values())) / wall_s,
     }
+
+
+def machine_busy_s() -> float:
+    """CPU seconds the whole machine has been busy (``/proc/stat``: all but idle and iowait)."""
+    fields = [int(x) for x in Path('/proc/stat').read_text().split('\n', 1)[0].split()[1:]]
+    busy = sum(fields[:8]) - fields[3] - fields[4]
+    return busy / os.sysconf('SC_CLK_TCK')
 
 
 def _snapshot(procs: list[subprocess.Popen[bytes]]) -> dict[tuple[int, str], tuple[str, float]]:
@@ -111,8 +124,19 @@ def _snapshot(procs: list[subprocess.Popen[bytes]]) -> dict[tuple[int, str], tup
     return out
 
 
+def _trivial(cpu_ms: dict[str, float]) -> dict[str, Any]:
+    return capacity.mix_profile({'classes': {'trivial': {'cpu_ms': cpu_ms, 'exec_s': 0.0}}}, {'trivial': 1.0})
+
+
 def summary(rows: list[dict[str, Any]], cores: float) -> dict[str, Any]:
-    """Medians per configuration, the ratios of `PAIRS`, and the model's predictions from ``base``."""
+    """Medians per configuration, the ratios of `PAIRS`, and the model's predictions from ``base``.
+
+    Per configuration: the model's rate from ``base``'s CPU per submission on all ``cores``
+    (``predicted_per_s``) and on the cores the stack had to itself (``stack_cores``: ``cores`` less
+    what the load generator and other jobs kept busy; ``predicted_per_s_stack_cores``), and, from its
+    own CPU per submission, each serial part's ceiling (count x 1000 / its ms): what one machine
+    with enough cores would reach before that part is full.
+    """
     med: dict[str, dict[str, Any]] = {}
     for name in CONFIGS:
         mine = [r for r in rows if r['config'] == name]
@@ -120,12 +144,17 @@ def summary(rows: list[dict[str, Any]], cores: float) -> dict[str, Any]:
             continue
         kinds = {k for r in mine for k in r['cpu_ms']}
         cpu = {k: statistics.median(r['cpu_ms'].get(k, 0.0) for r in mine) for k in sorted(kinds)}
-        med[name] = {'subs_per_s': statistics.median(r['subs_per_s'] for r in mine), 'cpu_ms': cpu, 'runs': len(mine)}
+        med[name] = {
+            'subs_per_s': statistics.median(r['subs_per_s'] for r in mine),
+            'cpu_ms': cpu,
+            'client_cpu_ms': statistics.median(r['client_cpu_ms'] for r in mine),
+            'other_cores': statistics.median(r['other_cores'] for r in mine),
+            'runs': len(mine),
+        }
     out: dict[str, Any] = {'medians': med, 'ratios': {}, 'predictions': {}}
     if 'base' not in med:
         return out
-    profile = {'classes': {'trivial': {'cpu_ms': med['base']['cpu_ms'], 'exec_s': 0.0}}}
-    mixed = capacity.mix_profile(profile, {'trivial': 1.0})
+    from_base = _trivial(med['base']['cpu_ms'])
     for name, m in med.items():
         cfg = CONFIGS[name]
         topology = {
@@ -134,27 +163,26 @@ def summary(rows: list[dict[str, Any]], cores: float) -> dict[str, Any]:
             'consumer': cfg['instances'],
             'pool': cfg['instances'] * cfg['processes'],
         }
-        from_base = capacity.predict(mixed, topology, cores)
-        own = capacity.predict(
-            capacity.mix_profile({'classes': {'trivial': {'cpu_ms': m['cpu_ms'], 'exec_s': 0.0}}}, {'trivial': 1.0}),
-            topology,
-            cores,
-        )
+        stack_cores = max(0.1, cores - m['other_cores'])
+        naive = capacity.predict(from_base, topology, cores)
+        fair = capacity.predict(from_base, topology, stack_cores)
+        own = capacity.predict(_trivial(m['cpu_ms']), topology, stack_cores)
         out['predictions'][name] = {
             'measured_per_s': m['subs_per_s'],
-            'predicted_per_s_from_base_profile': from_base['rate_per_s'],
-            'bound': from_base['bound'],
-            'predicted_per_s_from_own_cpu': own['rate_per_s'],
+            'predicted_per_s': naive['rate_per_s'],
+            'bound': naive['bound'],
+            'stack_cores': stack_cores,
+            'predicted_per_s_stack_cores': fair['rate_per_s'],
+            'ceilings': {k: v for k, v in own['limits'].items() if k in capacity.SERIAL_KINDS},
         }
     for a, b in PAIRS:
         if a in med and b in med:
-            total_a = sum(med[a]['cpu_ms'].values())
-            total_b = sum(med[b]['cpu_ms'].values())
+            pa, pb = out['predictions'][a], out['predictions'][b]
             out['ratios'][f'{a}/{b}'] = {
                 'throughput': med[a]['subs_per_s'] / med[b]['subs_per_s'],
-                'cpu_per_sub': total_a / total_b,
-                'predicted_throughput': out['predictions'][a]['predicted_per_s_from_base_profile']
-                / out['predictions'][b]['predicted_per_s_from_base_profile'],
+                'cpu_per_sub': sum(med[a]['cpu_ms'].values()) / sum(med[b]['cpu_ms'].values()),
+                'predicted_throughput': pa['predicted_per_s_stack_cores'] / pb['predicted_per_s_stack_cores'],
+                'ceilings': {k: pa['ceilings'][k] / pb['ceilings'][k] for k in pa['ceilings'] if k in pb['ceilings']},
             }
     return out
 

@@ -58,6 +58,31 @@ def test_burst_rate_and_prediction() -> None:
     assert big['bound'] == 'consumer' and big['rate_per_s'] == pytest.approx(2000.0)
 
 
+def test_scaleout_summary_medians_ratios_and_predictions() -> None:
+    from scripts.scaleout_bench import summary
+
+    base = {'gateway': 1.0, 'redis': 0.5, 'consumer': 2.0, 'pool': 1.0, 'zygote': 2.0, 'program': 3.5}
+    two = dict(base, consumer=2.5)  # two consumers, each less busy, more CPU per task in all
+    rows = [
+        {'config': 'base', 'subs_per_s': 90.0, 'cpu_ms': base, 'client_cpu_ms': 0.1, 'other_cores': 1.0},
+        {'config': 'base', 'subs_per_s': 110.0, 'cpu_ms': base, 'client_cpu_ms': 0.1, 'other_cores': 1.0},
+        {'config': 'inst2', 'subs_per_s': 95.0, 'cpu_ms': two, 'client_cpu_ms': 0.1, 'other_cores': 0.5},
+    ]
+    out = summary(rows, 2.0)
+    assert out['medians']['base']['subs_per_s'] == 100.0 and out['medians']['base']['runs'] == 2
+    pred = out['predictions']
+    # On 2 cores, every configuration is bound by the cores: 2000 / 10 ms from base's profile.
+    assert pred['base']['bound'] == 'cores' and pred['base']['predicted_per_s'] == pytest.approx(200.0)
+    assert pred['base']['predicted_per_s_stack_cores'] == pytest.approx(100.0)  # 1 core left to the stack
+    assert pred['inst2']['predicted_per_s_stack_cores'] == pytest.approx(150.0)
+    assert pred['inst2']['ceilings']['consumer'] == pytest.approx(800.0)  # 2 x 1000 / 2.5
+    ratio = out['ratios']['inst2/base']
+    assert ratio['throughput'] == pytest.approx(0.95) and ratio['cpu_per_sub'] == pytest.approx(10.5 / 10)
+    assert ratio['predicted_throughput'] == pytest.approx(1.5)
+    assert ratio['ceilings']['consumer'] == pytest.approx(1.6) and ratio['ceilings']['gateway'] == pytest.approx(1.0)
+    assert 'gw2/base' not in out['ratios']
+
+
 def _proc(pid: int, ppid: int, comm: str, cmdline: str, own: float = 0.0, reaped: float = 0.0) -> Proc:
     return Proc(pid, ppid, comm, cmdline, own, reaped)
 

@@ -164,8 +164,8 @@ def text(rep: dict[str, Any], args: argparse.Namespace) -> str:
             continue
         if args.markdown:
             lines.append(
-                f'| {row["mix"]} | {row["rate_per_s"]:,.0f} | {row["gateway_processes"]} | {row["redis_shards"]} '
-                f'| {row["worker_instances"]} ({row["worker_instances_min"]}) | {row["pool_processes"]:,} '
+                f'| {row["mix"]} | {row["rate_per_s"]:,.0f} | {row["gateway_processes"]:,} | {row["redis_shards"]:,} '
+                f'| {row["worker_instances"]:,} ({row["worker_instances_min"]:,}) | {row["pool_processes"]:,} '
                 f'| {row["cores"]:,} |'
             )
             continue
