@@ -8,7 +8,7 @@ STAMP := $(VENV)/.installed
 CONSTRAINTS := constraints.txt
 BASE_PYTHON ?= $(shell command -v python3.11 >/dev/null 2>&1 && python3.11 -c 'import sys;print(sys.executable)' || python3 -c 'import sys;print(sys.executable)')
 
-.PHONY: install runtime run test test-min test-stock test-deploy test-image test-verl test-rlinf test-client lint typecheck format bench soak clean system-deps lock
+.PHONY: install runtime run test test-min test-stock test-deploy test-scale test-image test-verl test-rlinf test-client lint typecheck format bench soak clean system-deps lock
 
 system-deps:
 	@scripts/system-deps.sh
@@ -47,6 +47,13 @@ test-stock: install runtime
 test-deploy: install
 	@scripts/system-deps.sh --test
 	JUDGE_TEST_DEPLOY=1 $(PY) -m pytest tests/test_deploy_cluster.py
+
+# Scaling out (tests/test_shards.py, tests/test_gateways.py): two broker shards with a worker each on
+# both transport paths, one killed mid-load; several gateway processes under one in-flight cap, one
+# of them SIGKILLed.  About two minutes; not part of `make test`.
+test-scale: install runtime
+	@scripts/system-deps.sh --test
+	JUDGE_TEST_SCALE=1 $(PY) -m pytest tests/test_shards.py tests/test_gateways.py
 
 # The container recipe without a container engine: a debootstrapped Debian base (kept in
 # JUDGE_IMAGE_BASE, default /var/tmp/judge-rootfs-bookworm), deploy/Dockerfile's steps carried out

@@ -16,11 +16,13 @@ from judge.transport.keys import PRIORITY_BATCH, QUEUE_BATCH, QUEUES
 _s = get_settings()
 _wiring = transport.wiring(_s)
 
-broker_url = _s.redis_uri
+# One broker shard (JUDGE_BROKER_SHARDS, JUDGE_WORKER_SHARD; REDIS_URI when there is one): a worker
+# consumes from it and answers through it.  The gateway builds one app per shard (judge.transport.router).
+broker_url = _s.broker_url
 # fast: judge.transport.kombu_redis.Transport (a reused client, packed acks); stock: kombu's own.
 broker_transport = _wiring.broker_transport
 # The stock path's answers; the fast path answers on per-request reply lists and stores nothing here.
-result_backend = _s.redis_uri
+result_backend = _s.broker_url
 result_expires = _s.reply_ttl_s
 broker_connection_retry_on_startup = True
 broker_connection_max_retries = None

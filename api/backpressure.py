@@ -2,12 +2,12 @@
 
 * `BodyLimit` (pure ASGI middleware): a body over ``JUDGE_MAX_BODY_MB`` gets 413, from its
   ``Content-Length`` before a byte is read, or while streaming a chunked body.  It also answers 429 at
-  once, without reading the body, when this process is already at its in-flight cap.
-* `InFlight`: a per-process count of submissions accepted and not answered yet.  A request whose
-  submissions would push it over ``JUDGE_MAX_IN_FLIGHT`` gets 429 with ``Retry-After``; a batch over
-  ``JUDGE_MAX_BATCH_SIZE`` (or larger than the cap itself, so it could never fit) gets 413.
-
-The count is per gateway process: with ``uvicorn --workers N`` the node admits up to N times the cap.
+  once, without reading the body, when this process's own submissions alone fill the in-flight cap.
+* `InFlight`: submissions accepted and not answered yet, in all gateway processes together (counted
+  in Redis by `judge.transport.admission`; this process's own count when Redis cannot be reached).
+  A request whose submissions would push the total over ``JUDGE_MAX_IN_FLIGHT`` gets 429 with
+  ``Retry-After``; a batch over ``JUDGE_MAX_BATCH_SIZE`` (or larger than the cap itself, so it could
+  never fit) gets 413.
 """
 
 from __future__ import annotations
@@ -20,6 +20,7 @@ from fastapi import HTTPException
 from starlette.types import ASGIApp, Message, Receive, Scope, Send
 
 from api.metrics import IN_FLIGHT, REJECTED
+from judge.transport.admission import Admission
 
 logger = logging.getLogger('api.backpressure')
 
@@ -30,7 +31,7 @@ SUBMIT_PATHS = frozenset({
 
 
 class InFlight:
-    """Admission control by submissions in flight in this process.
+    """Admission control by submissions in flight in every gateway process (see the module docstring).
 
     :param max_in_flight: cap on submissions in flight; 0 means no cap.
     :param max_batch_size: most submissions in one request.
@@ -41,24 +42,31 @@ class InFlight:
         self.max_in_flight = max_in_flight
         self.max_batch_size = max_batch_size
         self.retry_after_s = retry_after_s
+        self.counter: Admission | None = None
+        """The cluster-wide count, attached when the gateway starts (`attach`)."""
         self.count = 0
+        """This process's admitted submissions."""
+
+    def attach(self, counter: Admission) -> None:
+        """Count in ``counter`` (the first shard's Redis) from now on."""
+        self.counter = counter
 
     @property
     def full(self) -> bool:
-        """No submission fits right now."""
+        """This process alone fills the cap: no submission fits (checked before reading a body)."""
         return 0 < self.max_in_flight <= self.count
 
-    def busy_detail(self, n: int) -> dict[str, Any]:
+    def busy_detail(self, n: int, total: int | None = None) -> dict[str, Any]:
         """The JSON detail of a 429 answer."""
         return {
             'error': 'too many submissions in flight; retry later',
             'submissions': n,
-            'in_flight': self.count,
+            'in_flight': self.count if total is None else total,
             'max_in_flight': self.max_in_flight,
             'retry_after_s': self.retry_after_s,
         }
 
-    def acquire(self, n: int) -> None:
+    async def acquire(self, n: int) -> None:
         """Admit ``n`` submissions or raise `HTTPException` 413/429; pair with `release`."""
         if n > self.max_batch_size:
             REJECTED.labels('batch_size').inc()
@@ -69,9 +77,14 @@ class InFlight:
                 raise HTTPException(
                     413, f'batch of {n} submissions exceeds JUDGE_MAX_IN_FLIGHT={self.max_in_flight}; split it'
                 )
-            if self.count + n > self.max_in_flight:
+            if self.counter is not None:
+                admitted, total = await self.counter.acquire(n)
+            else:
+                total = self.count + n
+                admitted = total <= self.max_in_flight
+            if not admitted:
                 REJECTED.labels('in_flight').inc()
-                raise HTTPException(429, self.busy_detail(n), headers={'Retry-After': str(self.retry_after_s)})
+                raise HTTPException(429, self.busy_detail(n, total), headers={'Retry-After': str(self.retry_after_s)})
         self.count += n
         IN_FLIGHT.inc(n)
 
@@ -79,6 +92,8 @@ class InFlight:
         """Give back ``n`` admitted submissions."""
         self.count -= n
         IN_FLIGHT.dec(n)
+        if self.max_in_flight and self.counter is not None:
+            self.counter.release(n)
 
 
 async def _answer(send: Send, status: int, body: dict[str, Any], headers: list[tuple[bytes, bytes]]) -> None:

@@ -9,8 +9,8 @@ from celery import Celery
 from fastapi import Depends, Request
 
 from judge.settings import Settings
-from judge.transport.gateway import Dispatcher
-from judge.transport.shard import Shard
+from judge.transport.admission import Admission
+from judge.transport.router import Router
 
 
 @dataclass
@@ -19,8 +19,10 @@ class Gateway:
 
     settings: Settings
     celery: Celery
-    shard: Shard
-    dispatcher: Dispatcher
+    router: Router
+    """Every broker shard (one unless ``JUDGE_BROKER_SHARDS`` names several) and how requests reach them."""
+    admission: Admission
+    """The cluster-wide in-flight count (in the first shard)."""
     wait_s: dict[str, float]
     """Deadline per lane name (`judge.transport.keys.LANES`)."""
 

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import asyncio
+import contextlib
 from collections.abc import AsyncIterator
 from contextlib import asynccontextmanager
 
@@ -14,23 +16,29 @@ from api.deps import Gateway
 from api.errors import validation_error
 from api.judge_tests import router as judge_tests_router
 from api.routes import router
+from judge import procname
 from judge.app import app as celery_app
+from judge.procname import name_process
 from judge.settings import get_settings
-from judge.transport.paths import close_dispatcher, open_dispatcher
-from judge.transport.shard import Shard
+from judge.transport.admission import Admission
+from judge.transport.paths import open_router
 from judge.version import VERSION
 
 
 @asynccontextmanager
 async def lifespan(app: FastAPI) -> AsyncIterator[None]:
+    name_process(procname.GATEWAY)
     settings = get_settings()
-    shard = Shard.from_settings(settings)
-    dispatcher = open_dispatcher(celery_app, shard, settings.transport)
+    router = open_router(celery_app, settings)
+    # The in-flight cap holds for every gateway process together: counted in the first shard.
+    admission = Admission(router.links[0].shard, settings.max_in_flight, settings.gateway_lease_s)
+    in_flight.attach(admission)
+    keep_alive = asyncio.get_running_loop().create_task(admission.keep_alive())
     app.state.gateway = Gateway(
         settings=settings,
         celery=celery_app,
-        shard=shard,
-        dispatcher=dispatcher,
+        router=router,
+        admission=admission,
         wait_s={
             'single': settings.max_queue_wait_time,
             'batch': settings.max_queue_wait_time,
@@ -40,7 +48,12 @@ async def lifespan(app: FastAPI) -> AsyncIterator[None]:
     try:
         yield
     finally:
-        await close_dispatcher(dispatcher)
+        keep_alive.cancel()
+        with contextlib.suppress(asyncio.CancelledError):
+            await keep_alive
+        await admission.leave()
+        await router.close()
+        metrics.process_exit()
 
 
 _settings = get_settings()

@@ -8,17 +8,21 @@ Per submission the gateway counts the verdict (by language and route), keeps inf
   wall time in the gateway minus the submission's `cost`.  It includes publishing, the queue, the
   reply and, for batches, waiting for the batch's slowest sibling, so it is an upper bound.
 
-Queue depth per queue and priority is read from Redis at scrape time (kombu keeps one list per
-priority step, see `judge.transport.keys`), so every gateway process reports the same, current value.
+Read from Redis at scrape time, so every gateway process reports the same, current value: queue
+depth per queue and priority (kombu keeps one list per priority step, see `judge.transport.keys`),
+summed over the broker shards, and per shard (`judge_shard_up`, `judge_shard_queue_depth`); the
+submissions in flight in all gateway processes together and how many processes are live
+(`judge.transport.admission`).
 
-Several uvicorn workers: each process keeps its own counters, and a scrape reaches one of them.
-Either scrape each process separately, or set ``PROMETHEUS_MULTIPROC_DIR`` to an empty directory
-(cleared before the gateway starts) so that every process writes its values there and `/metrics`
-aggregates all of them (prometheus_client's multiprocess mode; no process/GC metrics then).
+Several gateway processes (``judge-gateway --workers N``): each process keeps its own counters in
+``PROMETHEUS_MULTIPROC_DIR`` (``judge-gateway`` makes and clears one when it is unset; uvicorn run by
+hand needs it set to an empty directory), and `/metrics` aggregates every process's values
+(prometheus_client's multiprocess mode; no process/GC metrics then).
 """
 
 from __future__ import annotations
 
+import asyncio
 import logging
 import os
 from collections import Counter as Tally
@@ -38,7 +42,7 @@ from prometheus_client import (
 from prometheus_client.core import GaugeMetricFamily
 from prometheus_client.registry import Collector
 
-from api.deps import GatewayDep
+from api.deps import Gateway, GatewayDep
 from judge.contracts import ResultDict, RunPayload
 
 logger = logging.getLogger('api.metrics')
@@ -72,23 +76,49 @@ REJECTED = Counter('judge_rejected_requests', 'Requests refused before enqueuein
 
 
 class _QueueDepth(Collector):
-    """Queue depth per queue and priority, from the last read of Redis (done by the `/metrics` route)."""
+    """Queue depth per queue and priority, per shard, from the last read of Redis (by the `/metrics` route)."""
 
     def __init__(self) -> None:
-        self.lengths: dict[tuple[str, int], int] | None = None
+        self.shards: dict[str, dict[tuple[str, int], int] | None] = {}
+        """Shard name -> its queue lengths, or None when it could not be read."""
+        self.in_flight: tuple[int, int] | None = None
 
     def collect(self) -> Iterable[GaugeMetricFamily]:
-        up = GaugeMetricFamily('judge_broker_up', 'Whether the gateway could read the queues from Redis')
-        up.add_metric([], 0.0 if self.lengths is None else 1.0)
+        up = GaugeMetricFamily('judge_broker_up', 'Whether the gateway could read the queues of every broker shard')
+        up.add_metric([], float(bool(self.shards) and all(v is not None for v in self.shards.values())))
         yield up
+        shard_up = GaugeMetricFamily('judge_shard_up', 'Whether the gateway could read this shard', labels=['shard'])
+        shard_depth = GaugeMetricFamily(
+            'judge_shard_queue_depth', 'Messages waiting per broker shard and queue', labels=['shard', 'queue']
+        )
+        total: dict[tuple[str, int], int] = {}
+        for shard, lengths in sorted(self.shards.items()):
+            shard_up.add_metric([shard], float(lengths is not None))
+            per_queue: dict[str, int] = {}
+            for (queue, priority), length in (lengths or {}).items():
+                total[(queue, priority)] = total.get((queue, priority), 0) + length
+                per_queue[queue] = per_queue.get(queue, 0) + length
+            for queue, length in sorted(per_queue.items()):
+                shard_depth.add_metric([shard, queue], float(length))
         depth = GaugeMetricFamily(
             'judge_queue_depth',
-            'Messages waiting per queue and kombu priority list (all in list 0: one list per queue)',
+            'Messages waiting per queue and kombu priority list, all shards (one list per queue: list 0)',
             labels=['queue', 'priority'],
         )
-        for (queue, priority), length in sorted((self.lengths or {}).items()):
+        for (queue, priority), length in sorted(total.items()):
             depth.add_metric([queue, str(priority)], float(length))
         yield depth
+        yield shard_up
+        yield shard_depth
+        if self.in_flight is not None:
+            cluster = GaugeMetricFamily(
+                'judge_cluster_in_flight_submissions', 'Submissions in flight in all gateway processes together'
+            )
+            cluster.add_metric([], float(self.in_flight[0]))
+            yield cluster
+            processes = GaugeMetricFamily('judge_gateway_processes', 'Live gateway processes sharing the cap')
+            processes.add_metric([], float(self.in_flight[1]))
+            yield processes
 
 
 _queue_depth = _QueueDepth()
@@ -166,19 +196,43 @@ def record(route: str, subs: Sequence[RunPayload], results: Sequence[ResultDict]
         INFRA_FAILURES.labels(route, reason).inc(n)
 
 
+def process_exit() -> None:
+    """This gateway process stops: drop its live gauges from the multiprocess directory."""
+    if os.environ.get('PROMETHEUS_MULTIPROC_DIR'):
+        from prometheus_client import multiprocess
+
+        multiprocess.mark_process_dead(os.getpid())  # type: ignore[no-untyped-call]
+
+
 router = APIRouter()
+
+
+async def _lengths(gateway: Gateway) -> None:
+    links = gateway.router.links
+    reads = await asyncio.gather(*(link.shard.queue_lengths() for link in links), return_exceptions=True)
+    _queue_depth.shards = {}
+    for link, lengths in zip(links, reads, strict=True):
+        if isinstance(lengths, BaseException):
+            logger.warning('metrics: broker %s unreachable: %s', link.shard.name, lengths)
+            _queue_depth.shards[link.shard.name] = None
+        else:
+            _queue_depth.shards[link.shard.name] = lengths
 
 
 @router.get('/metrics', include_in_schema=False)
 async def metrics(gateway: GatewayDep) -> Response:
-    """Prometheus text exposition; queue depths are read from Redis now."""
+    """Prometheus text exposition; queue depths, node information and the in-flight count are read now."""
+    await _lengths(gateway)
     try:
-        _queue_depth.lengths = await gateway.shard.queue_lengths()
+        _queue_depth.in_flight = await gateway.admission.snapshot()
     except Exception as exc:
-        logger.warning('metrics: broker unreachable: %s', exc)
-        _queue_depth.lengths = None
-    try:
-        _runtime_info.nodes = await gateway.shard.node_infos()
-    except Exception as exc:  # the queue depth above already reports the broker's state
-        logger.debug('metrics: no node info: %s', exc)
+        logger.debug('metrics: no in-flight count: %s', exc)
+        _queue_depth.in_flight = None
+    nodes: dict[str, dict[str, Any]] = {}
+    for link in gateway.router.links:
+        try:
+            nodes |= await link.shard.node_infos()
+        except Exception as exc:  # the queue depth above already reports the broker's state
+            logger.debug('metrics: no node info from %s: %s', link.shard.name, exc)
+    _runtime_info.nodes = nodes
     return Response(generate_latest(_registry), media_type=CONTENT_TYPE_LATEST)

@@ -37,12 +37,12 @@ async def submit(
     """Run ``payloads`` on ``lane`` (deadline: the lane's, or ``wait_s``); results in order."""
     in_flight: InFlight = request.app.state.in_flight
     n = len(payloads)
-    in_flight.acquire(n)  # 413/429 before anything is enqueued
+    await in_flight.acquire(n)  # 413/429 before anything is enqueued
     started = time.perf_counter()
     trace = trace_id(request)
     label = f'{batch_id}/{trace}' if trace else batch_id  # appears in every worker log line of the batch
     try:
-        results = await gateway.dispatcher.run(
+        results = await gateway.router.run(
             payloads, LANES[lane], wait_s or gateway.wait_s[lane], label, request.is_disconnected
         )
     finally:

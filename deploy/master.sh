@@ -5,21 +5,27 @@ set -euo pipefail
 
 usage() {
     cat <<'EOF'
-usage: deploy/master.sh [-w GATEWAY_WORKERS] [-H HOST] [-p PORT] [--no-redis] [--no-flower]
+usage: deploy/master.sh [-w GATEWAY_WORKERS] [-s SHARDS] [-H HOST] [-p PORT] [--no-redis] [--no-flower]
 
 Starts on this node, in the foreground (Ctrl-C or SIGTERM stops everything it started):
-  * redis-server on JUDGE_REDIS_HOST:JUDGE_REDIS_PORT (0.0.0.0:6379), unless REDIS_URI is set
-    or --no-redis is given; worker nodes then use REDIS_URI=redis://<this host>:6379/0
-  * the gateway: uvicorn api.main:app --workers GATEWAY_WORKERS (4) on HOST:PORT (0.0.0.0:8088)
-  * Flower on JUDGE_FLOWER_HOST:JUDGE_FLOWER_PORT (127.0.0.1:5555), unless --no-flower
+  * redis-server on JUDGE_REDIS_HOST:JUDGE_REDIS_PORT (0.0.0.0:6379), unless REDIS_URI or
+    JUDGE_BROKER_SHARDS is set or --no-redis is given; worker nodes then use
+    REDIS_URI=redis://<this host>:6379/0.  With -s N, N of them (broker shards) on N ports from
+    JUDGE_REDIS_PORT, and worker nodes use the JUDGE_BROKER_SHARDS this script prints
+  * the gateway: judge-gateway (uvicorn api.main:app) with GATEWAY_WORKERS (4) processes on one
+    port, HOST:PORT (0.0.0.0:8088), their metrics shared through PROMETHEUS_MULTIPROC_DIR
+  * Flower on JUDGE_FLOWER_HOST:JUDGE_FLOWER_PORT (127.0.0.1:5555), one per broker shard on the
+    ports from there, unless --no-flower
 
 Options override the environment:
-  -w N        uvicorn worker processes (GATEWAY_WORKERS)
+  -w N        gateway processes (GATEWAY_WORKERS)
+  -s N        broker shards: Redis instances started here (JUDGE_REDIS_SHARDS, 1)
   -H HOST     gateway address (JUDGE_GATEWAY_HOST)
   -p PORT     gateway port (JUDGE_GATEWAY_PORT)
 
 Environment (deploy/judge.env.example lists all of it):
   REDIS_URI             an existing Redis; when unset, this script starts one
+  JUDGE_BROKER_SHARDS   existing Redis instances (comma-separated) to use as broker shards
   JUDGE_REDIS_PASSWORD  password for the Redis started here (then redis://:<password>@host:port/0)
   JUDGE_PYTHON          Python with the judge installed (python3)
   MAX_EXECUTION_TIME ... read by the gateway (judge/settings.py); must match the workers'
@@ -31,6 +37,7 @@ EOF
 
 python=${JUDGE_PYTHON:-python3}
 workers=${GATEWAY_WORKERS:-4}
+redis_shards=${JUDGE_REDIS_SHARDS:-1}
 host=${JUDGE_GATEWAY_HOST:-0.0.0.0}
 port=${JUDGE_GATEWAY_PORT:-8088}
 redis_host=${JUDGE_REDIS_HOST:-0.0.0.0}
@@ -43,6 +50,7 @@ start_flower=1
 while [ $# -gt 0 ]; do
     case "$1" in
         -w) workers=${2:?-w needs a number}; shift 2 ;;
+        -s) redis_shards=${2:?-s needs a number}; shift 2 ;;
         -H) host=${2:?-H needs an address}; shift 2 ;;
         -p) port=${2:?-p needs a port}; shift 2 ;;
         --no-redis) start_redis=0; shift ;;
@@ -77,41 +85,61 @@ wait_port() {  # host port seconds
     done
 }
 
-if [ -z "${REDIS_URI:-}" ] && [ "$start_redis" = 1 ]; then
+case "$redis_shards" in
+    '' | *[!0-9]* | 0*) echo "master.sh: -s takes a whole number >= 1" >&2; exit 2 ;;
+esac
+if [ -z "${REDIS_URI:-}" ] && [ -z "${JUDGE_BROKER_SHARDS:-}" ] && [ "$start_redis" = 1 ]; then
     command -v redis-server >/dev/null || { echo "master.sh: redis-server is not installed" >&2; exit 1; }
-    # A work queue, not a database: no snapshots, no AOF.  The password travels on stdin, not argv.
-    if [ -n "${JUDGE_REDIS_PASSWORD:-}" ]; then
-        printf 'requirepass "%s"\n' "$JUDGE_REDIS_PASSWORD" |
-            redis-server - --bind "$redis_host" --port "$redis_port" --save '' --appendonly no &
-        export REDIS_URI="redis://:${JUDGE_REDIS_PASSWORD}@127.0.0.1:${redis_port}/0"
-    else
-        if [ "$redis_host" != 127.0.0.1 ]; then
-            echo "master.sh: Redis on $redis_host:$redis_port has no password;" \
-                "firewall it or set JUDGE_REDIS_PASSWORD" >&2
-        fi
-        redis-server --bind "$redis_host" --port "$redis_port" --save '' --appendonly no --protected-mode no &
-        export REDIS_URI="redis://127.0.0.1:${redis_port}/0"
+    if [ "$redis_host" != 127.0.0.1 ] && [ -z "${JUDGE_REDIS_PASSWORD:-}" ]; then
+        echo "master.sh: Redis on $redis_host has no password; firewall it or set JUDGE_REDIS_PASSWORD" >&2
     fi
-    pids+=($!)
-    wait_port 127.0.0.1 "$redis_port" 20
-    echo "master.sh: redis-server on $redis_host:$redis_port; workers use REDIS_URI=redis://<this host>:$redis_port/0"
+    urls=() public=()
+    for k in $(seq 0 $((redis_shards - 1))); do
+        shard_port=$((redis_port + k))
+        # A work queue, not a database: no snapshots, no AOF.  The password travels on stdin, not argv.
+        if [ -n "${JUDGE_REDIS_PASSWORD:-}" ]; then
+            printf 'requirepass "%s"\n' "$JUDGE_REDIS_PASSWORD" |
+                redis-server - --bind "$redis_host" --port "$shard_port" --save '' --appendonly no &
+            urls+=("redis://:${JUDGE_REDIS_PASSWORD}@127.0.0.1:${shard_port}/0")
+            public+=("redis://:<password>@<this host>:${shard_port}/0")
+        else
+            redis-server --bind "$redis_host" --port "$shard_port" --save '' --appendonly no --protected-mode no &
+            urls+=("redis://127.0.0.1:${shard_port}/0")
+            public+=("redis://<this host>:${shard_port}/0")
+        fi
+        pids+=($!)
+        wait_port 127.0.0.1 "$shard_port" 20
+    done
+    export REDIS_URI=${urls[0]}
+    if [ "$redis_shards" -gt 1 ]; then
+        JUDGE_BROKER_SHARDS=$(IFS=,; echo "${urls[*]}")
+        export JUDGE_BROKER_SHARDS
+        echo "master.sh: $redis_shards broker shards; workers use JUDGE_BROKER_SHARDS=$(IFS=,; echo "${public[*]}")"
+    else
+        echo "master.sh: redis-server on $redis_host:$redis_port; workers use REDIS_URI=${public[0]}"
+    fi
 fi
+shard_count=$(printf '%s\n' "${JUDGE_BROKER_SHARDS:-}" | tr ', \t' '\n\n\n' | grep -c . || true)
+if [ "$shard_count" -lt 1 ]; then shard_count=1; fi
 
-# Several uvicorn processes: /metrics aggregates them through prometheus_client's multiprocess mode.
-export PROMETHEUS_MULTIPROC_DIR="${PROMETHEUS_MULTIPROC_DIR:-$(mktemp -d -t judge-metrics.XXXXXX)}"
-rm -f "$PROMETHEUS_MULTIPROC_DIR"/*.db
-"$python" -m uvicorn api.main:app --host "$host" --port "$port" --workers "$workers" --no-access-log --timeout-graceful-shutdown 30 &
+# Several gateway processes on one port (judge-gateway, i.e. uvicorn --workers N): /metrics
+# aggregates them through prometheus_client's multiprocess mode (PROMETHEUS_MULTIPROC_DIR, emptied
+# first; a private temporary one when unset); the in-flight cap and /status are shared through Redis.
+"$python" -m api --host "$host" --port "$port" --workers "$workers" &
 pids+=($!)
 
+# Flower watches one broker: one per shard, on consecutive ports.
 if [ "$start_flower" = 1 ]; then
-    "$python" -m celery -A judge flower --address="$flower_host" --port="$flower_port" &
-    pids+=($!)
+    for k in $(seq 0 $((shard_count - 1))); do
+        JUDGE_WORKER_SHARD=$k "$python" -m celery -A judge flower --address="$flower_host" --port=$((flower_port + k)) &
+        pids+=($!)
+    done
 fi
 
 probe_host=$host
 if [ "$probe_host" = 0.0.0.0 ]; then probe_host=127.0.0.1; fi
 wait_port "$probe_host" "$port" 60
-echo "master.sh: gateway http://$host:$port ($workers uvicorn workers)"
+echo "master.sh: gateway http://$host:$port ($workers processes)"
 
 # The first service to exit stops the others.
 wait -n

@@ -10,7 +10,9 @@ usage: deploy/worker.sh [-i INSTANCES|auto] [-c PROCESSES] [-n NODE] [-l LOGLEVE
 
 Starts the node's `celery -A judge worker` instances in the foreground, named judge-1@NODE,
 judge-2@NODE, ...; each has its own pool of PROCESSES processes (= sandbox slots).  SIGTERM or
-Ctrl-C is a warm shutdown: running submissions finish first.
+Ctrl-C is a warm shutdown: running submissions finish first.  With several broker shards
+(JUDGE_BROKER_SHARDS), instance I consumes from shard (I - 1) mod SHARDS, and `auto` runs at least
+one instance per shard, so every node serves every shard.
 
   -i N|auto   worker instances (JUDGE_WORKER_INSTANCES, default auto: see below)
   -c N        pool processes per instance (MAX_WORKERS); default: the node's cores split evenly
@@ -28,7 +30,9 @@ processes: instances = ceil(processes / 4), where processes = the node's cores (
 default: `nproc`, capped by the cgroup CPU quota) unless -c fixes the size of each instance.
 
 Environment (deploy/judge.env.example lists all of it):
-  REDIS_URI             the master's Redis, e.g. redis://10.0.0.1:6379/0 (required)
+  REDIS_URI             the master's Redis, e.g. redis://10.0.0.1:6379/0 (required, unless:)
+  JUDGE_BROKER_SHARDS   several Redis (broker shards), comma-separated, the same list as the gateway's
+  JUDGE_WORKER_SHARD    pin every instance to this shard (0-based) instead of spreading them
   JUDGE_PYTHON          Python with the judge installed (python3)
   MAX_EXECUTION_TIME ... read by the worker (judge/settings.py); must match the gateway's
   JUDGE_RUNTIME_*       the submission runtime's root, extra requirements and operator modules;
@@ -89,6 +93,19 @@ if [ "$cores" -lt 1 ] || [ "$per_instance" -lt 1 ]; then
     exit 2
 fi
 
+# Broker shards: how many the gateway spreads over (JUDGE_BROKER_SHARDS), and which one each instance
+# consumes from (shards[i-1] for instance i).
+shard_count=$(printf '%s\n' "${JUDGE_BROKER_SHARDS:-}" | tr ', \t' '\n\n\n' | grep -c . || true)
+if [ "$shard_count" -lt 1 ]; then shard_count=1; fi
+pinned=${JUDGE_WORKER_SHARD:-}
+case "$pinned" in
+    '') ;;
+    *[!0-9]*) echo "worker.sh: JUDGE_WORKER_SHARD is a shard index (0-based)" >&2; exit 2 ;;
+    *) if [ "$pinned" -ge "$shard_count" ]; then
+           echo "worker.sh: JUDGE_WORKER_SHARD=$pinned but there are $shard_count shard(s)" >&2; exit 2
+       fi ;;
+esac
+
 # The plan: how many instances, and the pool size of each (sizes[i-1] for instance i).
 if [ "$instances" = auto ]; then
     if [ "$processes" -gt 0 ]; then
@@ -96,8 +113,11 @@ if [ "$instances" = auto ]; then
     else
         instances=$(( (cores + per_instance - 1) / per_instance ))
     fi
+    # Every node serves every shard (unless pinned): a node lost never leaves a shard without consumers.
+    if [ -z "$pinned" ] && [ "$instances" -lt "$shard_count" ]; then instances=$shard_count; fi
 fi
 sizes=()
+shards=()
 for i in $(seq 1 "$instances"); do
     if [ "$processes" -gt 0 ]; then
         sizes+=("$processes")
@@ -105,10 +125,13 @@ for i in $(seq 1 "$instances"); do
         size=$(( cores / instances + (i <= cores % instances ? 1 : 0) ))
         sizes+=($(( size > 0 ? size : 1 )))
     fi
+    shards+=("${pinned:-$(( (i - 1) % shard_count ))}")
 done
 
 case "$mode" in
-    plan) echo "cores=$cores instances=$instances processes=$(IFS=,; echo "${sizes[*]}")"; exit 0 ;;
+    plan) plan="cores=$cores instances=$instances processes=$(IFS=,; echo "${sizes[*]}")"
+          if [ "$shard_count" -gt 1 ]; then plan="$plan shards=$(IFS=,; echo "${shards[*]}")"; fi
+          echo "$plan"; exit 0 ;;
     units) for i in $(seq 1 "$instances"); do echo "judge-worker@$i.service"; done; exit 0 ;;
 esac
 host=${node//%h/$(uname -n)}
@@ -117,8 +140,8 @@ if [ "$mode" = names ]; then
     echo "$names"
     exit 0
 fi
-if [ -z "${REDIS_URI:-}" ]; then
-    echo "worker.sh: set REDIS_URI to the master's Redis (redis://<master>:6379/0)" >&2
+if [ -z "${REDIS_URI:-}" ] && [ -z "${JUDGE_BROKER_SHARDS:-}" ]; then
+    echo "worker.sh: set REDIS_URI to the master's Redis (redis://<master>:6379/0), or JUDGE_BROKER_SHARDS" >&2
     usage >&2
     exit 2
 fi
@@ -127,10 +150,20 @@ if ! "$python" -c 'import judge, celeryconfig' 2>/dev/null; then
     exit 1
 fi
 if [ "$mode" = check ]; then  # `inspect ping` succeeds when any node answers: count the answers
-    "$python" -m celery -A judge inspect ping -d "$names" --timeout 10 --json 2>/dev/null |
-        "$python" -c 'import json, sys; sys.exit(len(json.loads(sys.stdin.read() or "{}")) < int(sys.argv[1]))' \
-            "$instances"
-    exit
+    # A ping travels through one broker: ask each shard for the instances that consume from it.
+    for shard in $(printf '%s\n' "${shards[@]}" | sort -u); do
+        want=0 shard_names=
+        for i in $(seq 1 "$instances"); do
+            if [ "${shards[$i - 1]}" = "$shard" ]; then
+                want=$((want + 1)) shard_names=${shard_names:+$shard_names,}judge-$i@$host
+            fi
+        done
+        JUDGE_WORKER_SHARD=$shard "$python" -m celery -A judge inspect ping -d "$shard_names" --timeout 10 --json \
+            2>/dev/null | "$python" -c \
+            'import json, sys; sys.exit(len(json.loads(sys.stdin.read() or "{}")) < int(sys.argv[1]))' "$want" ||
+            exit 1
+    done
+    exit 0
 fi
 
 if [ "$(id -u)" != 0 ]; then
@@ -157,7 +190,7 @@ if [ "$mode" = one ]; then
         echo "worker.sh: --instance $only is outside the plan (1..$instances); see --plan" >&2
         exit 2
     fi
-    export MAX_WORKERS=${sizes[$only - 1]}
+    export MAX_WORKERS=${sizes[$only - 1]} JUDGE_WORKER_SHARD=${shards[$only - 1]}
     exec "$python" -m celery -A judge worker -P prefork -c "$MAX_WORKERS" -n "judge-$only@$node" \
         -l "$loglevel" --without-gossip --without-mingle
 fi
@@ -173,11 +206,12 @@ trap stop_all EXIT
 trap 'exit 143' INT TERM
 
 for i in $(seq 1 "$instances"); do
-    MAX_WORKERS=${sizes[$i - 1]} "$python" -m celery -A judge worker -P prefork -c "${sizes[$i - 1]}" \
+    MAX_WORKERS=${sizes[$i - 1]} JUDGE_WORKER_SHARD=${shards[$i - 1]} "$python" -m celery -A judge worker -P prefork -c "${sizes[$i - 1]}" \
         -n "judge-$i@$node" -l "$loglevel" --without-gossip --without-mingle &
     pids+=($!)
 done
-echo "worker.sh: $instances instance(s) on $cores cores, pool processes $(IFS=,; echo "${sizes[*]}")" >&2
+echo "worker.sh: $instances instance(s) on $cores cores, pool processes $(IFS=,; echo "${sizes[*]}")," \
+    "shards $(IFS=,; echo "${shards[*]}")" >&2
 
 # One instance exiting (crash, or killed) stops the node's set, so a supervisor restarts it whole.
 wait -n

@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import functools
 import os
+import re
 import shutil
 import sys
 from typing import Literal
@@ -86,6 +87,11 @@ class Settings(BaseSettings):
     runtime_modules: str = Field('', validation_alias=_env('JUDGE_RUNTIME_MODULES'))
     """Directories (``:``-separated) of the operator's modules (e.g. a reward scorer), copied into the
     runtime and importable by submissions."""
+    broker_shards: str = Field('', validation_alias=_env('JUDGE_BROKER_SHARDS'))
+    """Several independent Redis instances (broker shards), comma-separated URLs, the same list in the
+    same order on every gateway and worker; empty: one shard, `REDIS_URI` (`shard_urls`)."""
+    worker_shard: int = Field(0, ge=0, validation_alias=_env('JUDGE_WORKER_SHARD'))
+    """The shard (index into `shard_urls`) a worker instance, or Flower, connects to."""
     transport: Literal['fast', 'stock'] = Field('fast', validation_alias=_env('JUDGE_TRANSPORT'))
     """How submissions travel (`judge.transport`): `fast` (the judge's overrides of Celery, kombu and
     redis-py internals) or `stock` (Celery's public API only); gateway and workers may differ."""
@@ -116,8 +122,11 @@ class Settings(BaseSettings):
     max_batch_size: int = Field(10000, gt=0, validation_alias=_env('JUDGE_MAX_BATCH_SIZE'))
     max_body_mb: float = Field(64, gt=0, validation_alias=_env('JUDGE_MAX_BODY_MB'))
     """Request bodies larger than this get 413 before they are parsed."""
-    max_in_flight: int = Field(20000, ge=0, validation_alias=_env('JUDGE_MAX_IN_FLIGHT'))
-    """Submissions in flight per gateway process; beyond it requests get 429 + Retry-After. 0: no cap."""
+    max_in_flight: int = Field(50000, ge=0, validation_alias=_env('JUDGE_MAX_IN_FLIGHT'))
+    """Submissions in flight in all gateway processes together (counted in the first shard's Redis);
+    beyond it requests get 429 + Retry-After. 0: no cap."""
+    gateway_lease_s: float = Field(15, gt=0, validation_alias=_env('JUDGE_GATEWAY_LEASE_S'))
+    """A gateway process that stops without a word (killed) holds its share of the in-flight cap this long."""
     retry_after_s: int = Field(2, ge=1, validation_alias=_env('JUDGE_RETRY_AFTER_S'))
     """`Retry-After` of a 429 answer, seconds."""
     reply_ttl_s: int = Field(600, gt=0, validation_alias=_env('JUDGE_REPLY_TTL_S'))
@@ -155,10 +164,26 @@ class Settings(BaseSettings):
         self.runtime_modules = os.pathsep.join(os.path.abspath(p) for p in dirs)
         if not self.python_executor_path:
             self.python_executor_path = _managed_python(self)
+        if self.worker_shard >= len(self.shard_urls):
+            raise ValueError(
+                f'JUDGE_WORKER_SHARD={self.worker_shard} but there are {len(self.shard_urls)} shard(s): 0 to '
+                f'{len(self.shard_urls) - 1}'
+            )
         floor = 3600 + self.max_process_time
         if self.long_batch_max_queue_wait_time is None:
             self.long_batch_max_queue_wait_time = floor
         return self
+
+    @property
+    def shard_urls(self) -> list[str]:
+        """Every broker shard's Redis URL: `JUDGE_BROKER_SHARDS`, else `REDIS_URI` alone."""
+        urls = [u for u in re.split(r'[,\s]+', self.broker_shards) if u]
+        return urls or [self.redis_uri]
+
+    @property
+    def broker_url(self) -> str:
+        """The Redis this process's Celery app uses: shard `worker_shard`."""
+        return self.shard_urls[self.worker_shard]
 
     @property
     def max_process_time(self) -> float:

@@ -14,8 +14,10 @@ from typing import Any
 from celery import Task, signals
 from celery.exceptions import SoftTimeLimitExceeded
 
+from judge import procname
 from judge.app import app
 from judge.contracts import RUN_TASK, Job, ResultDict, RunPayload
+from judge.procname import name_process
 from judge.settings import get_settings
 from judge.transport.config import wiring
 from judge.worker import Service
@@ -98,11 +100,13 @@ def _on_revoked(sender: Any = None, request: Any = None, expired: bool = False, 
 def _remember_node_name(sender: str | None = None, **_: Any) -> None:
     """The worker's node name (e.g. ``judge@host``); pool processes inherit it when forked."""
     service.node_name = sender
+    name_process(procname.CONSUMER)
 
 
 @signals.worker_process_init.connect
 def _start_slot(**_: Any) -> None:
     """Start the slot server when the pool process starts, so the first submission is fast."""
+    name_process(procname.POOL)
     try:
         service.start()
     except Exception:

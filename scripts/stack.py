@@ -91,23 +91,19 @@ def worker_command(
 
 
 def gateway_command(python: str, port: int, workers: int = 1) -> list[str]:
-    """The uvicorn command line of the gateway."""
+    """The gateway's command line (``judge-gateway``, i.e. uvicorn with the judge's defaults)."""
     return [
         python,
         '-m',
-        'uvicorn',
-        'api.main:app',
+        'api',
         '--host',
         '127.0.0.1',
         '--port',
         str(port),
         '--workers',
         str(workers),
-        '--no-access-log',
         '--log-level',
         'warning',
-        '--timeout-graceful-shutdown',
-        '30',
     ]
 
 

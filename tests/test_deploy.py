@@ -19,6 +19,7 @@ import pytest
 from pydantic import AliasChoices, TypeAdapter
 from pydantic_core import PydanticUndefined
 
+from api.cli import parse_args as parse_gateway_args
 from judge.sandbox.slots import LOCK_DIR
 from judge.settings import Settings
 from scripts.stack import gateway_command, worker_command
@@ -199,7 +200,8 @@ def test_compose_services_commands_and_healthchecks() -> None:
         assert '<<: *judge' in block, f'{name} does not read the shared env file'
         assert re.search(r'depends_on:\s+redis:\s+condition: service_healthy', block), name
     gateway = services['gateway']
-    assert re.search(r'- uvicorn\s+- api\.main:app', gateway)
+    # judge-gateway: several processes share their metrics (PROMETHEUS_MULTIPROC_DIR, api.cli).
+    assert re.search(r'command:\s+- judge-gateway\s', gateway)
     assert "- --workers\n      - '${GATEWAY_WORKERS:-4}'" in gateway
     assert 'http://127.0.0.1:8088/ping' in gateway
     worker = services['worker']
@@ -250,9 +252,11 @@ def test_shell_script_syntax_and_usage(script: Path) -> None:
 
 def test_master_script_runs_redis_and_uvicorn_workers() -> None:
     text = (DEPLOY / 'master.sh').read_text()
-    assert '-m uvicorn api.main:app --host "$host" --port "$port" --workers "$workers"' in text
-    assert 'if [ -z "${REDIS_URI:-}" ]' in text and 'redis-server' in text
-    assert '-m celery -A judge flower' in text
+    assert '"$python" -m api --host "$host" --port "$port" --workers "$workers"' in text
+    assert 'if [ -z "${REDIS_URI:-}" ] && [ -z "${JUDGE_BROKER_SHARDS:-}" ]' in text and 'redis-server' in text
+    assert 'JUDGE_WORKER_SHARD=$k "$python" -m celery -A judge flower' in text, 'one Flower per shard'
+    run = subprocess.run([str(DEPLOY / 'master.sh'), '-s', '0'], capture_output=True, text=True, timeout=10)
+    assert run.returncode == 2 and '-s takes' in run.stderr, run
 
 
 def test_worker_script_needs_redis_uri_and_names_instances() -> None:
@@ -291,6 +295,29 @@ def test_worker_script_plans_one_instance_per_four_processes(cores: str, args: l
     assert run.returncode == 0 and run.stdout.strip() == plan, run
 
 
+def test_worker_script_spreads_instances_over_broker_shards() -> None:
+    two = 'redis://10.0.0.1:6379/0, redis://10.0.0.1:6380/0'
+    # A small node still serves every shard; a big one alternates them.
+    assert _worker_sh('--plan', JUDGE_NODE_CORES='2', JUDGE_BROKER_SHARDS=two).stdout.strip() == (
+        'cores=2 instances=2 processes=1,1 shards=0,1'
+    )
+    assert _worker_sh('--plan', JUDGE_NODE_CORES='16', JUDGE_BROKER_SHARDS=two).stdout.strip() == (
+        'cores=16 instances=4 processes=4,4,4,4 shards=0,1,0,1'
+    )
+    three = 'redis://a:1/0,redis://b:2/0,redis://c:3/0'
+    assert _worker_sh('--plan', '-i', '4', JUDGE_NODE_CORES='8', JUDGE_BROKER_SHARDS=three).stdout.strip() == (
+        'cores=8 instances=4 processes=2,2,2,2 shards=0,1,2,0'
+    )
+    # Pinned: every instance on one shard, and the auto rule no longer adds instances.
+    pinned = _worker_sh('--plan', JUDGE_NODE_CORES='2', JUDGE_BROKER_SHARDS=two, JUDGE_WORKER_SHARD='1')
+    assert pinned.stdout.strip() == 'cores=2 instances=1 processes=2 shards=1', pinned
+    for bad in ('2', 'x'):
+        run = _worker_sh('--plan', JUDGE_BROKER_SHARDS=two, JUDGE_WORKER_SHARD=bad)
+        assert run.returncode == 2 and 'JUDGE_WORKER_SHARD' in run.stderr, run
+    text = (DEPLOY / 'worker.sh').read_text()
+    assert 'JUDGE_WORKER_SHARD=${shards[$i - 1]}' in text and 'JUDGE_WORKER_SHARD=${shards[$only - 1]}' in text
+
+
 def test_worker_script_plan_settings_units_and_names() -> None:
     assert _worker_sh('--plan', JUDGE_NODE_CORES='64', JUDGE_PROCESSES_PER_INSTANCE='8').stdout.strip() == (
         'cores=64 instances=8 processes=8,8,8,8,8,8,8,8'
@@ -325,9 +352,13 @@ def test_systemd_units() -> None:
         assert not re.search(r'(?<!%)%h', keys['ExecStart'][0]), name
 
     gateway = units['judge-gateway.service']['ExecStart'][0]
-    assert gateway.startswith('/opt/judge/bin/uvicorn api.main:app ')
+    assert gateway.startswith('/opt/judge/bin/judge-gateway ')
     assert '--workers ${GATEWAY_WORKERS}' in gateway
-    assert set(gateway_command('python', 1)[-3:]) <= set(gateway.split()) | {'warning', '--log-level'}
+    unit_args = gateway.replace('${JUDGE_GATEWAY_HOST}', '0.0.0.0').replace('${JUDGE_GATEWAY_PORT}', '8088')
+    parsed = parse_gateway_args(unit_args.replace('${GATEWAY_WORKERS}', '4').split()[1:])
+    assert (parsed.host, parsed.port, parsed.workers) == ('0.0.0.0', 8088, 4)
+    assert gateway_command('python', 1)[1:3] == ['-m', 'api'], 'the tests run the same command (judge-gateway)'
+    assert 'PrivateTmp' in units['judge-gateway.service'], 'its metrics directory goes under a private /tmp'
 
     worker = units['judge-worker@.service']
     # deploy/worker.sh installed as judge-worker runs instance %i of the node's plan.
@@ -387,7 +418,7 @@ def test_dockerfile() -> None:
     assert 'JUDGE_PYTHON=/opt/judge/bin/python' in text
     assert 'PYTHON_EXECUTOR_PATH' not in re.sub(r'#.*', '', text), 'submissions run in the managed runtime'
     assert re.search(r'^RUN python -m judge\.runtime\.build$', text, re.M), 'the image builds the submission runtime'
-    assert re.search(r'^CMD \["uvicorn", "api\.main:app", ', text, re.M)
+    assert re.search(r'^CMD \["judge-gateway", "--host", "0\.0\.0\.0", "--port", "8088", "--workers", ', text, re.M)
 
 
 def test_readme_covers_every_deploy_file_and_the_operational_notes() -> None:
@@ -395,5 +426,6 @@ def test_readme_covers_every_deploy_file_and_the_operational_notes() -> None:
     for path in DEPLOY.iterdir():
         if path.name != 'README.md':
             assert f'`{path.name}' in readme, f'deploy/README.md does not mention {path.name}'
-    for topic in ('rediss://', '--url_prefix', 'FLOWER_BASIC_AUTH', '/metrics', '2 000 tasks/s', 'privileged'):
+    topics = ('rediss://', '--url_prefix', 'FLOWER_BASIC_AUTH', '/metrics', 'privileged', 'JUDGE_BROKER_SHARDS')
+    for topic in (*topics, 'A Redis is one core and tops out', 'toolkit.bench capacity', '45,000-call step'):
         assert topic in readme, topic

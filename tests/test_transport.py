@@ -23,7 +23,7 @@ OUTSIDE = [
     if 'transport' not in p.parts
 ]
 # Redis key names and kombu's internal names: written only in judge/transport.
-_KEY_LITERAL = re.compile(r'^(judge:(reply|live|cancelled|nodes)|_kombu\.|unacked)')
+_KEY_LITERAL = re.compile(r'^(judge:(reply|live|cancelled|nodes|inflight|gateways)|_kombu\.|unacked)')
 
 
 def _tree(path: Path) -> ast.AST:

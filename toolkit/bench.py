@@ -17,13 +17,16 @@ Scenarios (every result is checked; the exit status is 1 if any is wrong):
 * ``math``: rStar-style sympy/numpy/itertools tool calls, every answer checked, and trivial Python,
   against the bare spawn rates of ``python -c "import sympy, numpy"`` and ``python3 -I -S`` in the
   node's submission runtime, measured in the same run (`toolkit.benchmath`).
+* ``capacity``: trivial and scientific submissions with the CPU per submission of every process kind,
+  then the capacity model (`toolkit.capacity`): each component's ceiling and the cluster size for
+  ``--rate`` or ``--burst``/``--mean-latency-s`` and ``--mix`` (`toolkit.benchcap`).
 * ``all``: longbatch, rstar, latency.
 
-``--cpu`` adds the whole stack's CPU per submission from ``/proc/<pid>/stat`` (utime+stime+cutime+
-cstime) of every process whose command line matches ``--cpu-match``, except this one, by component:
-redis (redis-server), gateway (uvicorn), flower, worker (celery, children it reaped included),
-sandbox (the worker's long-lived slot servers, ``judge/sandbox``), other.  Processes that exit during
-a scenario are not counted; ``--cpu-root PID`` keeps only PID's process tree (several stacks on a host).
+``--cpu`` adds the whole stack's CPU per submission from ``/proc/<pid>/stat`` (utime+stime, and
+cutime+cstime for reaped children) of every process whose command line matches ``--cpu-match``,
+except this one, by process kind (`toolkit.cpu`: gateway, redis, consumer, pool, slot_server,
+zygote, program, flower, other; ``worker`` = consumer + pool, ``sandbox`` = slot servers, zygotes
+and programs).  ``--cpu-root PID`` keeps only PID's process tree (several stacks on a host).
 """
 
 from __future__ import annotations
@@ -31,21 +34,20 @@ from __future__ import annotations
 import argparse
 import asyncio
 import json
-import os
-import re
 import sys
 import time
 from collections.abc import Awaitable, Callable
-from pathlib import Path
 from typing import Any
 
+from toolkit.benchcap import capacity_scenario
 from toolkit.benchmath import math_scenario
 from toolkit.client import DEFAULT_BASE_URL, JudgeClient
+from toolkit.cpu import DEFAULT_MATCH, cpu_delta, cpu_snapshot, rss_snapshot
 from toolkit.errors import ToolkitError
 from toolkit.models import Result, Submission
 from toolkit.shared import close_shared
 
-__all__ = ['cpu_snapshot', 'main', 'percentiles', 'run_scenario']
+__all__ = ['cpu_delta', 'cpu_snapshot', 'main', 'per_submission', 'percentiles', 'rss_snapshot', 'run_scenario']
 
 TRIVIAL = 'print(sum(range(10)))'
 Scenario = Callable[[JudgeClient, argparse.Namespace], Awaitable[dict[str, Any]]]
@@ -63,61 +65,14 @@ def percentiles(values_s: list[float]) -> dict[str, float]:
     return {'p50_ms': rank(0.50), 'p90_ms': rank(0.90), 'p99_ms': rank(0.99), 'max_ms': ordered[-1] * 1000}
 
 
-def _component(cmdline: str) -> str:
-    for needle, name in (
-        ('redis-server', 'redis'),
-        ('uvicorn', 'gateway'),
-        ('flower', 'flower'),
-        ('celery', 'worker'),
-        ('sandbox', 'sandbox'),
-    ):
-        if needle in cmdline:
-            return name
-    return 'other'
-
-
-def cpu_snapshot(pattern: str, root_pid: int | None = None) -> dict[int, tuple[str, float]]:
-    """``{pid: (component, cpu_s)}`` of processes whose command line matches ``pattern`` (this one
-    excluded); with ``root_pid``, only that process and its descendants (several stacks on one host)."""
-    regex, tick_s = re.compile(pattern), 1.0 / os.sysconf('SC_CLK_TCK')
-    procs: dict[int, tuple[int, str, float]] = {}
-    for entry in Path('/proc').iterdir():
-        if not entry.name.isdigit() or int(entry.name) == os.getpid():
-            continue
-        try:
-            cmdline = (entry / 'cmdline').read_bytes().replace(b'\0', b' ').decode(errors='replace')
-            fields = (entry / 'stat').read_text().rsplit(')', 1)[1].split()
-        except OSError:
-            continue
-        procs[int(entry.name)] = (int(fields[1]), cmdline, sum(int(f) for f in fields[11:15]) * tick_s)
-    keep = set(procs) if root_pid is None else {root_pid}
-    while root_pid is not None and (more := {p for p, v in procs.items() if v[0] in keep} - keep):
-        keep |= more
-    return {p: (_component(c), cpu_s) for p, (_, c, cpu_s) in procs.items() if p in keep and c and regex.search(c)}
-
-
-def cpu_delta(before: dict[int, tuple[str, float]], after: dict[int, tuple[str, float]]) -> dict[str, float]:
-    """CPU seconds used per component between two snapshots (new processes count from zero)."""
-    used: dict[str, float] = {}
-    for pid, (comp, cpu_s) in after.items():
-        used[comp] = used.get(comp, 0.0) + cpu_s - before.get(pid, (comp, 0.0))[1]
-    return used
-
-
-def rss_snapshot(pattern: str, root_pid: int | None = None) -> dict[str, tuple[float, float]]:
-    """``{component: (sum of VmRSS, largest VmHWM)}`` in MiB over the processes `cpu_snapshot` selects."""
-    out: dict[str, tuple[float, float]] = {}
-    for pid, (comp, _) in cpu_snapshot(pattern, root_pid).items():
-        try:
-            status = Path(f'/proc/{pid}/status').read_text()
-        except OSError:
-            continue
-        fields = dict(line.split(':', 1) for line in status.splitlines() if ':' in line)
-        rss = float(fields.get('VmRSS', '0 kB').split()[0]) / 1024
-        hwm = float(fields.get('VmHWM', '0 kB').split()[0]) / 1024
-        total, peak = out.get(comp, (0.0, 0.0))
-        out[comp] = (total + rss, max(peak, hwm))
-    return out
+def per_submission(used: dict[str, float], n: int) -> dict[str, float]:
+    """``cpu_ms_per_sub_<kind>`` for each process kind (`toolkit.cpu`), plus ``worker`` (consumer and pool
+    processes), ``sandbox`` (slot servers, zygotes and programs) and ``total``."""
+    per = {kind: cpu_s * 1000 / n for kind, cpu_s in used.items() if cpu_s}
+    per['worker'] = per.get('consumer', 0.0) + per.get('pool', 0.0)
+    per['sandbox'] = sum(per.get(k, 0.0) for k in ('slot_server', 'zygote', 'program'))
+    per['total'] = sum(cpu_s for cpu_s in used.values()) * 1000 / n
+    return {f'cpu_ms_per_sub_{k}': v for k, v in sorted(per.items())}
 
 
 async def _redis_memory(url: str | None) -> dict[str, Any]:
@@ -314,6 +269,7 @@ SCENARIOS: dict[str, Scenario] = {
     'toolcalls': toolcalls,
     'soak': soak,
     'math': math_scenario,
+    'capacity': capacity_scenario,
 }
 
 
@@ -325,10 +281,8 @@ async def run_scenario(name: str, args: argparse.Namespace) -> dict[str, Any]:
             out = await SCENARIOS[name](client, args)
         except ToolkitError as e:
             out = {'n': args.n, 'wrong': args.n, 'error': str(e)}
-    if args.cpu and name != 'math':  # math reports the CPU of each of its phases itself
-        used = cpu_delta(before, cpu_snapshot(args.cpu_match, args.cpu_root))
-        per_sub = {f'cpu_ms_per_sub_{k}': v * 1000 / args.n for k, v in sorted(used.items())}
-        out |= per_sub | {'cpu_ms_per_sub_total': sum(per_sub.values())}
+    if args.cpu and name not in ('math', 'capacity'):  # those report the CPU of each of their phases
+        out |= per_submission(cpu_delta(before, cpu_snapshot(args.cpu_match, args.cpu_root)), args.n)
     return {'scenario': name} | out
 
 
@@ -356,7 +310,7 @@ def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
     parser.add_argument('--rstar-sleep-s', type=float, default=0.0, help="rstar: pause after each batch (rStar's 0.5)")
     parser.add_argument('--warmup', type=int, default=3, help='latency: unmeasured calls first')
     parser.add_argument('--cpu', action='store_true', help='report the stack CPU per submission from /proc')
-    parser.add_argument('--cpu-match', default='celery|uvicorn|redis-server|judge', help='regex on command lines')
+    parser.add_argument('--cpu-match', default=DEFAULT_MATCH, help='regex on command lines')
     parser.add_argument('--cpu-root', type=int, help='count only this pid and its descendants (e.g. scripts.stack)')
     parser.add_argument('--agents', type=int, default=1024, help='soak: concurrent callers (rollouts)')
     parser.add_argument('--redis-url', default=None, help="soak: the stack's Redis, for used_memory before/after")
@@ -364,6 +318,15 @@ def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
     parser.add_argument('--runtime-python', default='', help="math: the runtime's python (default: from /status)")
     parser.add_argument('--spawn-n', type=int, default=40, help='math: bare spawns per measurement')
     parser.add_argument('--spawn-concurrency', type=int, default=0, help='math: concurrent spawns (0: the workers)')
+    parser.add_argument('--sci-n', type=int, default=300, help='capacity: scientific submissions')
+    parser.add_argument('--rate', type=float, default=0.0, help='capacity: target submissions/s (else --burst)')
+    parser.add_argument('--burst', type=int, default=45000, help='capacity: calls sent at once')
+    parser.add_argument('--mean-latency-s', type=float, default=0.3, help="capacity: the burst's mean latency")
+    parser.add_argument('--mix', default='trivial', help='capacity: e.g. trivial=0.5,scientific=0.5')
+    parser.add_argument('--headroom', type=float, default=0.7, help='capacity: most a part may be busy')
+    parser.add_argument('--profile-out', default='', help='capacity: save the measured profile (JSON)')
+    parser.add_argument('--profile-in', default='', help='capacity: model a saved profile, measure nothing')
+    parser.add_argument('--markdown', action='store_true', help='capacity: the sizing table for three mixes')
     args = parser.parse_args(argv)
     if args.n < 1:
         parser.error('--n must be >= 1')
@@ -375,7 +338,8 @@ def main(argv: list[str] | None = None) -> int:
     args = parse_args(argv)
     names = ['longbatch', 'rstar', 'latency'] if args.scenario == 'all' else [args.scenario]
     rows = [asyncio.run(run_scenario(name, args)) for name in names]
-    print(json.dumps({'url': args.url, 'scenarios': rows}) if args.json else _table(rows))
+    texts = [row.pop('text') for row in rows if 'text' in row]
+    print(json.dumps({'url': args.url, 'scenarios': rows}) if args.json else '\n'.join(texts) or _table(rows))
     return 1 if any(row['wrong'] for row in rows) else 0
 
 

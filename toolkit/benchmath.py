@@ -33,7 +33,7 @@ from toolkit.client import JudgeClient
 from toolkit.errors import ToolkitError
 from toolkit.models import Submission
 
-__all__ = ['math_case', 'math_scenario', 'spawn_rate']
+__all__ = ['math_case', 'math_scenario', 'runtime_of', 'spawn_rate']
 
 PRIMES = (2, 3, 5, 7, 11, 13, 17, 19, 23)
 
@@ -129,11 +129,12 @@ async def _phase(client: JudgeClient, cases: list[tuple[str, str]], args: argpar
     if args.cpu:
         used = cpu_delta(before, cpu_snapshot(args.cpu_match, args.cpu_root))
         out['cpu_ms'] = sum(used.values()) * 1000 / len(cases)
-        out['sandbox_cpu_ms'] = used.get('sandbox', 0.0) * 1000 / len(cases)
+        out['sandbox_cpu_ms'] = sum(used.get(k, 0.0) for k in ('slot_server', 'zygote', 'program')) * 1000 / len(cases)
     return out
 
 
-async def _runtime(client: JudgeClient, args: argparse.Namespace) -> tuple[str, int]:
+async def runtime_of(client: JudgeClient, args: argparse.Namespace) -> tuple[str, int]:
+    """The node's submission runtime python (or ``--runtime-python``) and the cluster's worker processes."""
     from toolkit.bench import _warm_up
 
     await _warm_up(client)  # a worker answers: its node info is published
@@ -153,7 +154,7 @@ async def _runtime(client: JudgeClient, args: argparse.Namespace) -> tuple[str, 
 
 async def math_scenario(client: JudgeClient, args: argparse.Namespace) -> dict[str, Any]:
     """The four phases (see the module docstring); ``wrong`` counts wrong answers of both judge phases."""
-    python, workers = await _runtime(client, args)
+    python, workers = await runtime_of(client, args)
     concurrency = args.spawn_concurrency or workers
     heavy = [python, '-c', 'import sympy, numpy']
     bare = [python, '-I', '-S', '-c', 'pass']

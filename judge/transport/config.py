@@ -57,7 +57,7 @@ def wiring(settings: Settings) -> Wiring:
     from judge.transport.kombu_redis import SentinelTransport, Transport
     from judge.transport.request import Request
 
-    transport = SentinelTransport if is_sentinel(settings.redis_uri) else Transport
+    transport = SentinelTransport if is_sentinel(settings.broker_url) else Transport
     return Wiring('fast', _name(transport), _name(Consumer), _name(Request))
 
 

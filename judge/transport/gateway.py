@@ -21,6 +21,7 @@ import asyncio
 import logging
 import uuid
 from collections.abc import Awaitable, Callable
+from dataclasses import dataclass, field
 from typing import Protocol
 
 from judge.contracts import Job, ResultDict, RunPayload
@@ -79,6 +80,17 @@ def argsrepr(job: Job) -> str:
     return f'(sub_id={sub.get("sub_id")!r}, type={sub.get("type")!r}, batch={job["batch"]!r})'
 
 
+@dataclass
+class Outcome:
+    """One request's results on one shard, and which of them the shard's failure cost."""
+
+    results: list[ResultDict]
+    lost: list[int] = field(default_factory=list)
+    """Indices answered ``internal_error`` because the shard failed (publishing, Redis unreachable,
+    Redis lost its data), not because of the program: the router may run them on another shard."""
+    error: str = ''
+
+
 class Dispatcher:
     """Runs requests on one shard through one path."""
 
@@ -95,6 +107,17 @@ class Dispatcher:
         disconnected: Disconnected | None = None,
     ) -> list[ResultDict]:
         """Run every payload; results in order, `queue_timeout` for those that missed the deadline."""
+        return (await self.run_outcome(payloads, lane, wait_s, batch, disconnected)).results
+
+    async def run_outcome(
+        self,
+        payloads: list[RunPayload],
+        lane: Lane,
+        wait_s: float,
+        batch: str,
+        disconnected: Disconnected | None = None,
+    ) -> Outcome:
+        """`run`, telling the shard's failures apart (`Outcome.lost`)."""
         loop = asyncio.get_running_loop()
         started = loop.time()
         deadline = started + wait_s
@@ -102,36 +125,36 @@ class Dispatcher:
         try:
             waiting = await self.path.publish(payloads, batch, lane, wait_s, request_id)
         except Exception as exc:
-            logger.exception('batch=%s: publishing failed', batch)
-            return [internal_error(p['sub_id'], f'could not enqueue: {type(exc).__name__}: {exc}') for p in payloads]
+            logger.exception('batch=%s: publishing on %s failed', batch, self.shard.name)
+            error = f'could not enqueue: {type(exc).__name__}: {exc}'
+            return Outcome([internal_error(p['sub_id'], error) for p in payloads], list(range(len(payloads))), error)
         results: list[ResultDict | None] = [None] * len(payloads)
         drained = False
+        error = ''
         try:
             await self._collect(waiting, self.shard.keys.live(request_id), results, deadline, disconnected)
             drained = all(r is not None for r in results)
         except RedisDataLost:
-            logger.error('batch=%s: Redis lost the queued work (restarted?)', batch)
-            self._fill(results, payloads, 'the queue lost this submission (Redis restarted)')
+            logger.error('batch=%s: Redis %s lost the queued work (restarted?)', batch, self.shard.name)
+            error = 'the queue lost this submission (Redis restarted)'
         except Exception as exc:
-            logger.exception('batch=%s: waiting for results failed', batch)
-            self._fill(results, payloads, f'lost contact with the queue: {type(exc).__name__}: {exc}')
+            logger.exception('batch=%s: waiting for results on %s failed', batch, self.shard.name)
+            error = f'lost contact with the queue: {type(exc).__name__}: {exc}'
         finally:
             await waiting.close(drained)
+        lost = [i for i, r in enumerate(results) if r is None] if error else []
+        for i in lost:
+            results[i] = internal_error(payloads[i]['sub_id'], error)
         waited = loop.time() - started
         missing = sum(r is None for r in results)
         if missing:
             logger.warning(
                 'batch=%s: %d of %d submissions missed the %.0fs deadline', batch, missing, len(results), wait_s
             )
-        return [
+        answers = [
             r if r is not None else queue_timeout(p['sub_id'], waited) for r, p in zip(results, payloads, strict=True)
         ]
-
-    @staticmethod
-    def _fill(results: list[ResultDict | None], payloads: list[RunPayload], error: str) -> None:
-        for i, p in enumerate(payloads):
-            if results[i] is None:
-                results[i] = internal_error(p['sub_id'], error)
+        return Outcome(answers, lost, error)
 
     async def _collect(
         self,

@@ -7,7 +7,10 @@ Celery's queues live in kombu's Redis layout: one list per queue and priority st
 * ``judge:reply:<request>``: the list a request's results are pushed to (fast path);
 * ``judge:live:<request>``: exists while a request waits; gone means Redis lost its data;
 * ``judge:cancelled``: ZSET of reply keys whose client went away (score: expiry, epoch seconds);
-* ``judge:nodes``: hash of worker node name -> JSON of its sandbox tier and toolchains.
+* ``judge:nodes``: hash of worker node name -> JSON of its sandbox tier and toolchains;
+* ``judge:inflight``: hash of gateway process -> submissions it admitted and has not answered, and
+  ``judge:gateways``: ZSET of gateway processes scored by when their lease ends (the cluster-wide
+  in-flight cap, `judge.transport.admission`; kept in the first shard only).
 """
 
 from __future__ import annotations
@@ -71,6 +74,16 @@ class KeySpace:
     def nodes(self) -> str:
         """Hash: worker node name -> JSON of its node information."""
         return f'{self.prefix}nodes'
+
+    @property
+    def in_flight(self) -> str:
+        """Hash: gateway process -> submissions in flight."""
+        return f'{self.prefix}inflight'
+
+    @property
+    def gateways(self) -> str:
+        """ZSET: gateway process -> end of its lease (epoch seconds, Redis's clock)."""
+        return f'{self.prefix}gateways'
 
     def reply(self, request_id: str) -> str:
         """The reply list of one request."""

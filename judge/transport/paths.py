@@ -1,11 +1,14 @@
-"""The gateway's dispatcher for a shard, on the path ``JUDGE_TRANSPORT`` names."""
+"""The gateway's dispatchers, one per broker shard, on the path ``JUDGE_TRANSPORT`` names."""
 
 from __future__ import annotations
 
 from celery import Celery
 
 from judge.errors import ConfigError
+from judge.settings import Settings
+from judge.transport.config import wiring
 from judge.transport.gateway import Dispatcher
+from judge.transport.router import Router, ShardLink
 from judge.transport.shard import Shard
 
 
@@ -22,6 +25,28 @@ def open_dispatcher(app: Celery, shard: Shard, path: str) -> Dispatcher:
 
         return Dispatcher(shard, StockPath(app, shard))
     raise ConfigError(f'JUDGE_TRANSPORT must be fast or stock, not {path!r}')
+
+
+def shard_app(app: Celery, settings: Settings, index: int) -> Celery:
+    """The Celery app of shard ``index``: ``app`` itself for this process's shard, else a twin of it
+    (the same configuration, ``celeryconfig``) whose broker and result backend are that shard's Redis."""
+    if index == settings.worker_shard:
+        return app
+    twin = Celery(app.main, set_as_current=False)
+    twin.config_from_object('celeryconfig')
+    url = settings.shard_urls[index]
+    shard_settings = settings.model_copy(update={'worker_shard': index})
+    twin.conf.update(broker_url=url, result_backend=url, broker_transport=wiring(shard_settings).broker_transport)
+    return twin
+
+
+def open_router(app: Celery, settings: Settings) -> Router:
+    """A `Router` over every shard of ``settings`` (one shard: `REDIS_URI`)."""
+    links = []
+    for shard in Shard.all_from_settings(settings):
+        shard_celery = shard_app(app, settings, shard.index)
+        links.append(ShardLink(shard, shard_celery, open_dispatcher(shard_celery, shard, settings.transport)))
+    return Router(links)
 
 
 async def close_dispatcher(dispatcher: Dispatcher) -> None:

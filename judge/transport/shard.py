@@ -2,8 +2,10 @@
 
 Everything that reads or writes Redis goes through a `Shard`: the gateway's publishing and
 waiting, the workers' replies and cancel checks, queue lengths for `/status` and `/metrics`, node
-information.  Today the judge runs one shard (`Shard.from_settings`); several would be several
-objects, each with its own Celery app.
+information.  ``JUDGE_BROKER_SHARDS`` lists several independent Redis instances: the gateway holds
+one `Shard` per instance (`Shard.all_from_settings`, each with its own Celery app, see
+`judge.transport.router`), a worker instance the one it consumes from (`Shard.from_settings`,
+``JUDGE_WORKER_SHARD``).  Every shard has the same key names: they are separate servers.
 """
 
 from __future__ import annotations
@@ -19,29 +21,54 @@ from judge.transport.connect import RedisAddress
 from judge.transport.keys import KeySpace
 
 
+def redact(url: str) -> str:
+    """``url`` without its password (``redis://:secret@h:6379/0`` → ``redis://***@h:6379/0``)."""
+    head, sep, rest = url.partition('://')
+    if not sep or '@' not in rest.split('/', 1)[0]:
+        return url
+    return f'{head}://***@{rest.split("@", 1)[1]}'
+
+
 class Shard:
     """One Redis and its key space; clients are created on first use, in the process that uses them."""
 
-    def __init__(self, address: RedisAddress, keys: KeySpace | None = None, name: str = 'default') -> None:
+    def __init__(self, address: RedisAddress, keys: KeySpace | None = None, name: str = 's0', index: int = 0) -> None:
         self.name = name
+        self.index = index
         self.address = address
         self.keys = keys or KeySpace()
         self._sync: redis.Redis | None = None
         self._async: aioredis.Redis | None = None
 
     @classmethod
-    def from_settings(cls, settings: Settings) -> Shard:
-        """The shard named by ``REDIS_URI`` and the ``JUDGE_REDIS_*`` settings."""
-        return cls(
-            RedisAddress(
-                url=settings.redis_uri,
-                tls_verify=settings.redis_tls_verify,
-                tls_ca_file=settings.redis_tls_ca_file,
-                tls_cert_file=settings.redis_tls_cert_file,
-                tls_key_file=settings.redis_tls_key_file,
-                sentinel_master=settings.redis_sentinel_master,
-            )
+    def from_settings(cls, settings: Settings, index: int | None = None) -> Shard:
+        """Shard ``index`` of `Settings.shard_urls` (default: this process's, ``JUDGE_WORKER_SHARD``),
+        with the ``JUDGE_REDIS_*`` TLS and Sentinel settings (the same for every shard)."""
+        index = settings.worker_shard if index is None else index
+        address = RedisAddress(
+            url=settings.shard_urls[index],
+            tls_verify=settings.redis_tls_verify,
+            tls_ca_file=settings.redis_tls_ca_file,
+            tls_cert_file=settings.redis_tls_cert_file,
+            tls_key_file=settings.redis_tls_key_file,
+            sentinel_master=settings.redis_sentinel_master,
         )
+        return cls(address, name=f's{index}', index=index)
+
+    @classmethod
+    def all_from_settings(cls, settings: Settings) -> list[Shard]:
+        """Every shard of `Settings.shard_urls`, in order."""
+        return [cls.from_settings(settings, i) for i in range(len(settings.shard_urls))]
+
+    @property
+    def public_url(self) -> str:
+        """The shard's Redis URL without credentials (for `/status`)."""
+        return redact(self.address.url)
+
+    @property
+    def label(self) -> str:
+        """The shard's name and its Redis address without credentials, for logs."""
+        return f'{self.name} {self.public_url}'
 
     def __repr__(self) -> str:
         return f'Shard({self.name!r})'
