@@ -32,7 +32,7 @@ import os
 import shutil
 import subprocess
 import time
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from typing import Any, ClassVar
 
 from judge.executors import cache
@@ -59,8 +59,6 @@ class Toolchain:
     compile_memory_mb: int = 1024
     cache_max_mb: int = 2048
     """Size bound of the compile cache (artifacts of all languages); least recently used go first."""
-    tools: dict[str, str] = field(default_factory=dict)
-    """Explicit paths of tools by name (e.g. ``{'javac': '/opt/jdk/bin/javac'}``); else found on PATH."""
     runtime: str = ''
     """Digest of the submission runtime (`judge.runtime.RuntimeInfo.digest`), named in every result."""
 
@@ -150,8 +148,8 @@ class Executor:
         return bool(self.compile_argv)
 
     def tool(self, name: str) -> str:
-        """Path of a tool: the toolchain's explicit one, else found on the sandbox's PATH."""
-        return self.toolchain.tools.get(name) or find_tool(name)
+        """Path of a tool, found on the sandbox's PATH (subclasses name their toolchain's own)."""
+        return find_tool(name)
 
     def version(self) -> str:
         """The toolchain version reported in results and `/status`."""

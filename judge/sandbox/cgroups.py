@@ -291,19 +291,6 @@ class SlotCgroup:
                 return int(value)
         return 0
 
-    def memory_peak_bytes(self) -> int | None:
-        """Peak memory usage (v1 since the last `reset_peak`), or None when the kernel does not say."""
-        name = 'memory.peak' if self.version == 2 else 'memory.max_usage_in_bytes'
-        try:
-            return int(_read(os.path.join(self.memory_dir, name)))
-        except FileNotFoundError:
-            return None
-
-    def reset_peak(self) -> None:
-        """Reset the peak memory counter (v1 only; v2 resets are per open file, so they are skipped)."""
-        if self.version == 1:
-            write_control(os.path.join(self.memory_dir, 'memory.max_usage_in_bytes'), '0')
-
     def remove(self, timeout_s: float = 1.0) -> None:
         """Kill everything inside, then delete the cgroup directories (missing ones are ignored)."""
         self.kill_all(timeout_s)
