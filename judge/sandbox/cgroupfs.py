@@ -52,8 +52,9 @@ def read_text(path: str) -> str:
 class HeldFile:
     """A cgroup file kept open and re-read from offset 0, which regenerates it.
 
-    For files read after every execution; opening the file each time cost ten times more (~23 us vs
-    ~2 us).  Not for ``cgroup.procs``: cgroup v1 keeps serving an open file's first pid list.
+    For files read after every execution: opening the file each time costs an order of magnitude
+    more than a pread on the held descriptor.  Not for ``cgroup.procs``: cgroup v1 keeps serving an
+    open file's first pid list.
     """
 
     def __init__(self, path: str) -> None:

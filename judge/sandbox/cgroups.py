@@ -154,9 +154,10 @@ class SlotCgroup:
 
         Zombies are no longer listed but still count in `tasks` until their parent reaps them.
         """
-        # Usually the execution's processes are all gone and reaped already: a held counter says so
-        # in ~2 us, where building the pid lists of both hierarchies takes ~100 us.  Every process of
-        # the slot is in the pids cgroup (children join it before running anything of the user's).
+        # Usually the execution's processes are all gone and reaped already: one pread of a held
+        # counter says so, where building the pid lists means opening and parsing a file per
+        # hierarchy.  Every process of the slot is in the pids cgroup (children join it before
+        # running anything of the user's).
         try:
             if self.tasks() == 0:
                 return
