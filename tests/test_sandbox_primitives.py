@@ -526,7 +526,6 @@ def test_join_then_kill_all_empties_the_group(slot: cgroups.SlotCgroup) -> None:
 @needs_cgroups
 def test_memory_bomb_is_oom_killed(slot: cgroups.SlotCgroup) -> None:
     before = slot.oom_kills()
-    slot.reset_peak()
 
     def body(send: Send) -> None:
         slot.join()
@@ -540,9 +539,6 @@ def test_memory_bomb_is_oom_killed(slot: cgroups.SlotCgroup) -> None:
     assert msg is None
     assert code == -signal.SIGKILL
     assert slot.oom_kills() > before
-    peak = slot.memory_peak_bytes()
-    if peak is not None:
-        assert 32 << 20 < peak <= (64 << 20) + (1 << 20)
     assert slot.procs() == []
 
 
@@ -661,7 +657,6 @@ def test_prctl_helpers() -> None:
     def body(send: Send) -> None:
         value = ctypes.c_int(-1)
         namespaces.set_no_new_privs()
-        namespaces.set_dumpable(False)
         namespaces.set_pdeathsig(signal.SIGTERM)
         namespaces.set_child_subreaper()
         libc.prctl(2, ctypes.byref(value), 0, 0, 0)  # PR_GET_PDEATHSIG
@@ -670,7 +665,6 @@ def test_prctl_helpers() -> None:
         send(
             {
                 'nnp': '\nNoNewPrivs:\t1' in Path('/proc/self/status').read_text(),
-                'dumpable': libc.prctl(3, 0, 0, 0, 0),  # PR_GET_DUMPABLE
                 'pdeathsig': pdeathsig,
                 'subreaper': value.value,
             }
@@ -678,7 +672,7 @@ def test_prctl_helpers() -> None:
 
     msg, code = run_in_child(body)
     assert code == 0
-    assert msg == {'nnp': True, 'dumpable': 0, 'pdeathsig': signal.SIGTERM, 'subreaper': 1}
+    assert msg == {'nnp': True, 'pdeathsig': signal.SIGTERM, 'subreaper': 1}
 
 
 @needs_root

@@ -31,39 +31,14 @@ from typing import Any, TextIO
 
 from toolkit.client import DEFAULT_BASE_URL, JudgeClient
 from toolkit.errors import JudgeBusy, RequestRejected, ToolkitError
+from toolkit.jsonl import EvaluationError, read_objects
 from toolkit.models import INFRA_REASONS
+from toolkit.progress import Progress
 
-__all__ = ['EvaluationError', 'Progress', 'evaluate', 'load_submissions', 'main', 'summarize']
+__all__ = ['EvaluationError', 'Progress', 'evaluate', 'load_submissions', 'main', 'read_objects', 'summarize']
 
 WIRE_FIELDS = ('sub_id', 'type', 'solution', 'input', 'expected_output', 'options')
 _MAX_BUSY_RETRIES = 100
-
-
-class EvaluationError(Exception):
-    """The input file cannot be used (missing, not JSONL, not submissions)."""
-
-
-def read_objects(path: Path, what: str = 'submissions') -> list[tuple[int, dict[str, Any]]]:
-    """(line number, object) of every non-blank line of the JSONL file ``path``; `EvaluationError`
-    when it is unreadable, a line is not a JSON object, or there is none."""
-    try:
-        text = path.read_text(encoding='utf-8')
-    except (OSError, UnicodeDecodeError) as e:
-        raise EvaluationError(f'{path}: cannot read: {e}') from e
-    rows: list[tuple[int, dict[str, Any]]] = []
-    for lineno, line in enumerate(text.splitlines(), 1):
-        if not line.strip():
-            continue
-        try:
-            row = json.loads(line)
-        except ValueError as e:
-            raise EvaluationError(f'{path}:{lineno}: not JSON: {e}') from e
-        if not isinstance(row, dict):
-            raise EvaluationError(f'{path}:{lineno}: expected a JSON object, got {type(row).__name__}')
-        rows.append((lineno, row))
-    if not rows:
-        raise EvaluationError(f'{path}: no {what}')
-    return rows
 
 
 def load_submissions(path: Path) -> list[dict[str, Any]]:
@@ -75,50 +50,6 @@ def load_submissions(path: Path) -> list[dict[str, Any]]:
         if not isinstance(row.get('type'), str) or not row['type']:
             raise EvaluationError(f'{path}:{lineno}: field "type" (a language name, e.g. "python") is required')
     return [row for _, row in rows]
-
-
-class Progress:
-    """A plain-text progress bar on ``stream`` (redrawn in place on a terminal, else a line every 10%)."""
-
-    def __init__(self, total: int, stream: TextIO, *, enabled: bool = True, width: int = 30) -> None:
-        self.total, self.stream, self.enabled, self.width = total, stream, enabled, width
-        self.done = 0
-        self.started = time.monotonic()
-        self._tty = stream.isatty()
-        self._last_draw = 0.0
-        self._last_decile = -1
-
-    def advance(self, n: int) -> None:
-        """Count ``n`` more finished submissions and redraw when due."""
-        self.done += n
-        if not self.enabled:
-            return
-        now = time.monotonic()
-        if self._tty:
-            if now - self._last_draw >= 0.1 or self.done >= self.total:
-                self._last_draw = now
-                self.stream.write('\r' + self.line(now))
-                self.stream.flush()
-        elif (decile := self.done * 10 // self.total) > self._last_decile:
-            self._last_decile = decile
-            self.stream.write(self.line(now) + '\n')
-            self.stream.flush()
-
-    def line(self, now: float) -> str:
-        """The bar, e.g. ``[#######-------] 50/100  50.0%  12.3 sub/s  ETA 4s``."""
-        fill = self.width * self.done // self.total
-        elapsed = max(now - self.started, 1e-9)
-        rate = self.done / elapsed
-        eta = f'{(self.total - self.done) / rate:.0f}s' if rate > 0 else '?'
-        pct = 100 * self.done / self.total
-        bar = '#' * fill + '-' * (self.width - fill)
-        return f'[{bar}] {self.done}/{self.total} {pct:5.1f}% {rate:7.1f} sub/s  ETA {eta}'
-
-    def close(self) -> None:
-        """End the in-place line."""
-        if self.enabled and self._tty:
-            self.stream.write('\n')
-            self.stream.flush()
 
 
 def _client_failure(row: dict[str, Any], message: str) -> dict[str, Any]:

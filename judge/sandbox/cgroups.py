@@ -1,131 +1,28 @@
 """Per-slot memory + pids cgroups for cgroup v1 and v2 (sandbox.md §7).
 
-The hierarchy is detected from /proc/self/mountinfo: cgroup v2 when a cgroup2 mount offers both the
-memory and pids controllers, otherwise v1 with separate (or co-mounted) ``memory`` and ``pids``
-hierarchies.  A slot's cgroups are created once; per execution the forked child only calls `join`
-and the slot server sweeps the group with `kill_all`.  Clean-up never signals anything but the pids
-listed in the slot's own ``cgroup.procs`` (never ``kill(-1)``).
+The hierarchy comes from `judge.sandbox.cgroupfs.detect`.  A slot's cgroups are created once; per
+execution the forked child only calls `join` and the slot server sweeps the group with `kill_all`.
+Clean-up never signals anything but the pids listed in the slot's own ``cgroup.procs`` (never
+``kill(-1)``).
 """
 
 from __future__ import annotations
 
 import errno
-import functools
 import os
 import re
 import signal
 import time
-from typing import NamedTuple
 
+from judge.sandbox.cgroupfs import HeldFile, Hierarchy, detect, enable_v2_controllers, read_text, write_control
 from judge.sandbox.lazylog import get_logger
+
+__all__ = ['Hierarchy', 'SlotCgroup', 'detect', 'enable_v2_controllers', 'write_control']
 
 logger = get_logger('judge.sandbox.cgroups')
 
-MOUNTINFO = '/proc/self/mountinfo'
 _SLEEP_S = 0.005
 _NAME_RE = re.compile(r'[A-Za-z0-9_.-]+')
-
-
-class Hierarchy(NamedTuple):
-    """Where the controllers live (the same directory on v2 or when co-mounted); None: not there."""
-
-    version: int
-    memory_root: str
-    pids_root: str
-    cpu_root: str | None = None
-    cpuacct_root: str | None = None
-    """v1 only: CPU usage accounting (``cpuacct.usage``); on v2 ``cpu.stat`` has it."""
-
-
-def _unescape(field: str) -> str:
-    return re.sub(r'\\([0-7]{3})', lambda m: chr(int(m.group(1), 8)), field)
-
-
-def _mounts() -> list[tuple[str, str, set[str]]]:
-    """(mount point, fs type, super options) of every mount in /proc/self/mountinfo."""
-    result = []
-    with open(MOUNTINFO, encoding='utf-8', errors='surrogateescape') as f:
-        for line in f:
-            left, sep, right = line.partition(' - ')
-            fields, tail = left.split(), right.split()
-            if sep and len(fields) >= 5 and len(tail) >= 3:
-                result.append((_unescape(fields[4]), tail[0], set(tail[2].split(','))))
-    return result
-
-
-def _read(path: str) -> str:
-    with open(path, encoding='ascii') as f:
-        return f.read()
-
-
-class _HeldFile:
-    """A cgroup file kept open and re-read from offset 0, which regenerates it.
-
-    For files read after every execution; opening the file each time cost ten times more (~23 us vs
-    ~2 us).  Not for ``cgroup.procs``: cgroup v1 keeps serving an open file's first pid list.
-    """
-
-    def __init__(self, path: str) -> None:
-        self.path = path
-        self._fd: int | None = None
-
-    def read(self) -> str:
-        """The file's current content (reopened once if the held descriptor went stale)."""
-        for attempt in (0, 1):
-            if self._fd is None:
-                self._fd = os.open(self.path, os.O_RDONLY | os.O_CLOEXEC)
-            try:
-                return os.pread(self._fd, 65536, 0).decode('ascii')
-            except OSError:
-                self.close()
-                if attempt:
-                    raise
-        raise AssertionError('unreachable')
-
-    def close(self) -> None:
-        """Close the held descriptor (the next read reopens the file)."""
-        fd, self._fd = self._fd, None
-        if fd is not None:
-            os.close(fd)
-
-
-def write_control(path: str, value: str) -> None:
-    """Write ``value`` to a cgroup control file."""
-    fd = os.open(path, os.O_WRONLY | os.O_CLOEXEC)
-    try:
-        os.write(fd, value.encode())
-    finally:
-        os.close(fd)
-
-
-def enable_v2_controllers(root: str, path: str, controllers: tuple[str, ...]) -> None:
-    """cgroup v2: create ``root/path`` and enable ``controllers`` for the children of it and of every
-    directory above it, down from ``root``."""
-    current = root
-    for part in ['', *path.split('/')]:
-        current = os.path.join(current, part) if part else current
-        os.makedirs(current, mode=0o755, exist_ok=True)
-        control = os.path.join(current, 'cgroup.subtree_control')
-        if not set(controllers) <= set(_read(control).split()):
-            write_control(control, ' '.join(f'+{c}' for c in controllers))
-
-
-@functools.cache
-def detect() -> Hierarchy | None:
-    """Find a hierarchy with memory and pids controllers, preferring v2 at /sys/fs/cgroup."""
-    mounts = _mounts()
-    v2 = sorted((mp for mp, fstype, _ in mounts if fstype == 'cgroup2'), key=lambda mp: mp != '/sys/fs/cgroup')
-    for mount_point in v2:
-        try:
-            controllers = set(_read(os.path.join(mount_point, 'cgroup.controllers')).split())
-        except OSError:
-            continue
-        if {'memory', 'pids'} <= controllers:
-            return Hierarchy(2, mount_point, mount_point, mount_point if 'cpu' in controllers else None)
-    v1 = {ctrl: mp for mp, fstype, opts in reversed(mounts) if fstype == 'cgroup' for ctrl in opts}
-    if 'memory' in v1 and 'pids' in v1:
-        return Hierarchy(1, v1['memory'], v1['pids'], v1.get('cpu'), v1.get('cpuacct'))
-    return None
 
 
 class SlotCgroup:
@@ -149,10 +46,10 @@ class SlotCgroup:
         self.paths = list(dict.fromkeys((self.memory_dir, self.pids_dir)))
         self._procs_files = [os.path.join(p, 'cgroup.procs') for p in self.paths]
         oom_file = 'memory.events' if self.version == 2 else 'memory.oom_control'
-        self._oom = _HeldFile(os.path.join(self.memory_dir, oom_file))
-        self._tasks = _HeldFile(os.path.join(self.pids_dir, 'pids.current'))
+        self._oom = HeldFile(os.path.join(self.memory_dir, oom_file))
+        self._tasks = HeldFile(os.path.join(self.pids_dir, 'pids.current'))
         """How many tasks the pids cgroup holds: unlike a pid list, a counter is cheap to re-read."""
-        self._pids_events = _HeldFile(os.path.join(self.pids_dir, 'pids.events'))
+        self._pids_events = HeldFile(os.path.join(self.pids_dir, 'pids.events'))
 
     def __repr__(self) -> str:
         return f'SlotCgroup({self.name!r}, v{self.version}, memory_mb={self.memory_mb}, pids_max={self.pids_max})'
@@ -201,7 +98,7 @@ class SlotCgroup:
             memsw = os.path.join(self.memory_dir, 'memory.memsw.limit_in_bytes')
             if not os.path.exists(memsw):
                 write_control(mem, limit)
-            elif int(limit) >= int(_read(mem)):  # memsw must stay >= mem: raise memsw first
+            elif int(limit) >= int(read_text(mem)):  # memsw must stay >= mem: raise memsw first
                 write_control(memsw, limit)
                 write_control(mem, limit)
             else:
@@ -229,7 +126,7 @@ class SlotCgroup:
         pids: set[int] = set()
         for path in self._procs_files:  # reopened each time: v1 caches a held file's pid list
             try:
-                pids.update(int(tok) for tok in _read(path).split())
+                pids.update(int(tok) for tok in read_text(path).split())
             except FileNotFoundError:
                 continue
         pids.discard(0)  # v2 prints 0 for tasks outside our pid namespace
@@ -257,9 +154,10 @@ class SlotCgroup:
 
         Zombies are no longer listed but still count in `tasks` until their parent reaps them.
         """
-        # Usually the execution's processes are all gone and reaped already: a held counter says so
-        # in ~2 us, where building the pid lists of both hierarchies takes ~100 us.  Every process of
-        # the slot is in the pids cgroup (children join it before running anything of the user's).
+        # Usually the execution's processes are all gone and reaped already: one pread of a held
+        # counter says so, where building the pid lists means opening and parsing a file per
+        # hierarchy.  Every process of the slot is in the pids cgroup (children join it before
+        # running anything of the user's).
         try:
             if self.tasks() == 0:
                 return
@@ -290,19 +188,6 @@ class SlotCgroup:
             if key == 'max':
                 return int(value)
         return 0
-
-    def memory_peak_bytes(self) -> int | None:
-        """Peak memory usage (v1 since the last `reset_peak`), or None when the kernel does not say."""
-        name = 'memory.peak' if self.version == 2 else 'memory.max_usage_in_bytes'
-        try:
-            return int(_read(os.path.join(self.memory_dir, name)))
-        except FileNotFoundError:
-            return None
-
-    def reset_peak(self) -> None:
-        """Reset the peak memory counter (v1 only; v2 resets are per open file, so they are skipped)."""
-        if self.version == 1:
-            write_control(os.path.join(self.memory_dir, 'memory.max_usage_in_bytes'), '0')
 
     def remove(self, timeout_s: float = 1.0) -> None:
         """Kill everything inside, then delete the cgroup directories (missing ones are ignored)."""

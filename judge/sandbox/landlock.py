@@ -14,6 +14,7 @@ import os
 import stat
 from collections.abc import Sequence
 
+from judge.sandbox import libc
 from judge.sandbox.lazylog import get_logger
 
 logger = get_logger('judge.sandbox.landlock')
@@ -23,21 +24,14 @@ SYS_LANDLOCK_ADD_RULE = 445
 SYS_LANDLOCK_RESTRICT_SELF = 446
 LANDLOCK_CREATE_RULESET_VERSION = 1
 LANDLOCK_RULE_PATH_BENEATH = 1
-PR_SET_NO_NEW_PRIVS = 38
 
 ACCESS_FS_EXECUTE = 1 << 0
 ACCESS_FS_WRITE_FILE = 1 << 1
 ACCESS_FS_READ_FILE = 1 << 2
 ACCESS_FS_READ_DIR = 1 << 3
-ACCESS_FS_REMOVE_DIR = 1 << 4
-ACCESS_FS_REMOVE_FILE = 1 << 5
-ACCESS_FS_MAKE_CHAR = 1 << 6
-ACCESS_FS_MAKE_DIR = 1 << 7
-ACCESS_FS_MAKE_REG = 1 << 8
-ACCESS_FS_MAKE_SOCK = 1 << 9
-ACCESS_FS_MAKE_FIFO = 1 << 10
-ACCESS_FS_MAKE_BLOCK = 1 << 11
-ACCESS_FS_MAKE_SYM = 1 << 12
+# bits 4-12 (remove dir/file, make char/dir/reg/sock/fifo/block/sym) are only ever handled as a set
+ACCESS_FS_V1 = (1 << 13) - 1
+"""The 13 rights of ABI 1."""
 ACCESS_FS_REFER = 1 << 13  # ABI 2
 ACCESS_FS_TRUNCATE = 1 << 14  # ABI 3
 ACCESS_FS_IOCTL_DEV = 1 << 15  # ABI 5
@@ -48,7 +42,6 @@ ACCESS_NET_CONNECT_TCP = 1 << 1  # ABI 4
 SCOPE_ABSTRACT_UNIX_SOCKET = 1 << 0  # ABI 6
 SCOPE_SIGNAL = 1 << 1  # ABI 6
 
-ACCESS_FS_V1 = (1 << 13) - 1
 READ_EXEC_ACCESS = ACCESS_FS_EXECUTE | ACCESS_FS_READ_FILE | ACCESS_FS_READ_DIR
 # Rights that make sense on a non-directory; the kernel rejects the others in a rule for a file.
 FILE_ACCESS = ACCESS_FS_EXECUTE | ACCESS_FS_WRITE_FILE | ACCESS_FS_READ_FILE | ACCESS_FS_TRUNCATE | ACCESS_FS_IOCTL_DEV
@@ -81,22 +74,9 @@ class _PathBeneathAttr(ctypes.Structure):
     _fields_ = [('allowed_access', ctypes.c_uint64), ('parent_fd', ctypes.c_int32)]
 
 
-_libc = ctypes.CDLL(None, use_errno=True)
-_syscall = _libc.syscall
-_syscall.restype = ctypes.c_long
-_prctl = _libc.prctl
-_prctl.argtypes = [ctypes.c_int, ctypes.c_ulong, ctypes.c_ulong, ctypes.c_ulong, ctypes.c_ulong]
-_prctl.restype = ctypes.c_int
-
-
-def _raise_errno(what: str) -> None:
-    err = ctypes.get_errno()
-    raise OSError(err, f'{what}: {os.strerror(err)}')
-
-
 def abi_version() -> int:
     """The kernel's Landlock ABI version, or 0 when Landlock is unsupported or disabled."""
-    version = _syscall(
+    version = libc.syscall(
         ctypes.c_long(SYS_LANDLOCK_CREATE_RULESET),
         ctypes.c_void_p(None),
         ctypes.c_size_t(0),
@@ -115,7 +95,7 @@ def _add_path_rule(ruleset_fd: int, path: str, access: int) -> bool:
         if not stat.S_ISDIR(os.fstat(fd).st_mode):
             access &= FILE_ACCESS
         attr = _PathBeneathAttr(access, fd)
-        result = _syscall(
+        result = libc.syscall(
             ctypes.c_long(SYS_LANDLOCK_ADD_RULE),
             ctypes.c_int(ruleset_fd),
             ctypes.c_int(LANDLOCK_RULE_PATH_BENEATH),
@@ -123,7 +103,7 @@ def _add_path_rule(ruleset_fd: int, path: str, access: int) -> bool:
             ctypes.c_uint32(0),
         )
         if result != 0:
-            _raise_errno(f'landlock_add_rule({path!r})')
+            libc.raise_errno(f'landlock_add_rule({path!r})')
     finally:
         os.close(fd)
     return True
@@ -154,12 +134,12 @@ def build_ruleset(
         if scope:
             attr.scoped = SCOPE_ABSTRACT_UNIX_SOCKET | SCOPE_SIGNAL
     fd = int(
-        _syscall(
+        libc.syscall(
             ctypes.c_long(SYS_LANDLOCK_CREATE_RULESET), ctypes.byref(attr), ctypes.c_size_t(size), ctypes.c_uint32(0)
         )
     )
     if fd < 0:
-        _raise_errno('landlock_create_ruleset')
+        libc.raise_errno('landlock_create_ruleset')
     try:
         for path in read_paths:
             _add_path_rule(fd, path, READ_EXEC_ACCESS & fs_mask)
@@ -174,7 +154,6 @@ def build_ruleset(
 
 def restrict_self(ruleset_fd: int) -> None:
     """Set no_new_privs (idempotent) and enforce the ruleset on the calling thread; OSError on failure."""
-    if _prctl(PR_SET_NO_NEW_PRIVS, 1, 0, 0, 0) != 0:
-        _raise_errno('prctl(PR_SET_NO_NEW_PRIVS)')
-    if _syscall(ctypes.c_long(SYS_LANDLOCK_RESTRICT_SELF), ctypes.c_int(ruleset_fd), ctypes.c_uint32(0)) != 0:
-        _raise_errno('landlock_restrict_self')
+    libc.set_no_new_privs()
+    if libc.syscall(ctypes.c_long(SYS_LANDLOCK_RESTRICT_SELF), ctypes.c_int(ruleset_fd), ctypes.c_uint32(0)) != 0:
+        libc.raise_errno('landlock_restrict_self')

@@ -1,11 +1,11 @@
 """Loggers for the sandbox modules that import `logging` only when there is something to say.
 
 The slot server's zygote forks once per execution.  `logging` imports `threading`, and threading's
-at-fork handler then runs in every forked child: measured here, a fork+exit of the server went
-from about 0.45 to 0.95 ms of CPU and from 64 to 190 page faults.  So the server never imports
-`logging` unless it must report a warning or an error; debug and info messages are dropped there
-(its level is WARNING anyway).  In a process that already uses `logging` (a worker, the tests) these loggers
-are plain `logging` loggers.
+at-fork handler then runs in every forked child and touches pages the child would otherwise share,
+which roughly doubles the CPU and page faults of a fork+exit.  So the server never imports `logging`
+unless it must report a warning or an error; debug and info messages are dropped there (its level is
+WARNING anyway).  In a process that already uses `logging` (a worker, the tests) these loggers are
+plain `logging` loggers.
 """
 
 from __future__ import annotations

@@ -15,7 +15,9 @@ import re
 import stat
 from collections.abc import Sequence
 
+from judge.sandbox import libc
 from judge.sandbox.lazylog import get_logger
+from judge.sandbox.libc import set_no_new_privs as set_no_new_privs  # re-exported: the prctl helpers live here
 
 logger = get_logger('judge.sandbox.namespaces')
 
@@ -28,9 +30,7 @@ CLONE_NEWPID = 0x20000000
 CLONE_NEWNET = 0x40000000
 
 PR_SET_PDEATHSIG = 1
-PR_SET_DUMPABLE = 4
 PR_SET_CHILD_SUBREAPER = 36
-PR_SET_NO_NEW_PRIVS = 38
 
 MS_RDONLY = 0x1
 MS_NOSUID = 0x2
@@ -52,7 +52,6 @@ AT_RECURSIVE = 0x8000
 MOUNT_ATTR_RDONLY = 0x1
 MOUNT_ATTR_NOSUID = 0x2
 MOUNT_ATTR_NODEV = 0x4
-MOUNT_ATTR_NOEXEC = 0x8
 
 # per-mount options in /proc/self/mountinfo that a bind remount must keep (locked flags would EPERM)
 _KEEP_FLAGS = {
@@ -75,18 +74,12 @@ class _MountAttr(ctypes.Structure):
     ]
 
 
-_libc = ctypes.CDLL(None, use_errno=True)
-_libc.unshare.argtypes = [ctypes.c_int]
-_libc.prctl.argtypes = [ctypes.c_int, ctypes.c_ulong, ctypes.c_ulong, ctypes.c_ulong, ctypes.c_ulong]
-_libc.mount.argtypes = [ctypes.c_char_p, ctypes.c_char_p, ctypes.c_char_p, ctypes.c_ulong, ctypes.c_char_p]
-_libc.umount2.argtypes = [ctypes.c_char_p, ctypes.c_int]
-_libc.syscall.restype = ctypes.c_long
-
-
-def _check(result: int, what: str) -> None:
-    if result != 0:
-        err = ctypes.get_errno()
-        raise OSError(err, f'{what}: {os.strerror(err)}')
+_unshare = libc.libc.unshare
+_unshare.argtypes = [ctypes.c_int]
+_mount = libc.libc.mount
+_mount.argtypes = [ctypes.c_char_p, ctypes.c_char_p, ctypes.c_char_p, ctypes.c_ulong, ctypes.c_char_p]
+_umount2 = libc.libc.umount2
+_umount2.argtypes = [ctypes.c_char_p, ctypes.c_int]
 
 
 def _encode(value: str | None) -> bytes | None:
@@ -98,7 +91,7 @@ def _encode(value: str | None) -> bytes | None:
 
 def unshare(flags: int) -> None:
     """unshare(2) with CLONE_NEW* *flags*; raises OSError."""
-    _check(_libc.unshare(flags), f'unshare({flags:#x})')
+    libc.check(_unshare(flags), f'unshare({flags:#x})')
 
 
 def probe_unshare(flags: int) -> bool:
@@ -107,7 +100,7 @@ def probe_unshare(flags: int) -> bool:
     if pid == 0:  # child: try it and leave at once, whatever happens
         code = 1
         try:
-            code = 0 if _libc.unshare(flags) == 0 else 1
+            code = 0 if _unshare(flags) == 0 else 1
         finally:
             os._exit(code)
     _, status = os.waitpid(pid, 0)
@@ -117,24 +110,14 @@ def probe_unshare(flags: int) -> bool:
 # --- prctl ---------------------------------------------------------------------------------------
 
 
-def set_no_new_privs() -> None:
-    """PR_SET_NO_NEW_PRIVS: execve can no longer grant privileges (needed for seccomp and Landlock)."""
-    _check(_libc.prctl(PR_SET_NO_NEW_PRIVS, 1, 0, 0, 0), 'prctl(PR_SET_NO_NEW_PRIVS)')
-
-
 def set_pdeathsig(sig: int) -> None:
     """Deliver *sig* to the caller when its parent thread exits (0 clears it)."""
-    _check(_libc.prctl(PR_SET_PDEATHSIG, sig, 0, 0, 0), 'prctl(PR_SET_PDEATHSIG)')
+    libc.check(libc.prctl(PR_SET_PDEATHSIG, sig, 0, 0, 0), 'prctl(PR_SET_PDEATHSIG)')
 
 
 def set_child_subreaper(enabled: bool = True) -> None:
     """Make the caller adopt (and so have to reap) orphaned descendants."""
-    _check(_libc.prctl(PR_SET_CHILD_SUBREAPER, int(enabled), 0, 0, 0), 'prctl(PR_SET_CHILD_SUBREAPER)')
-
-
-def set_dumpable(dumpable: bool) -> None:
-    """PR_SET_DUMPABLE: when False, no core dumps and /proc/<pid> becomes root-owned (no ptrace attach)."""
-    _check(_libc.prctl(PR_SET_DUMPABLE, int(dumpable), 0, 0, 0), 'prctl(PR_SET_DUMPABLE)')
+    libc.check(libc.prctl(PR_SET_CHILD_SUBREAPER, int(enabled), 0, 0, 0), 'prctl(PR_SET_CHILD_SUBREAPER)')
 
 
 # --- mounts (only inside a private mount namespace) ----------------------------------------------
@@ -142,13 +125,13 @@ def set_dumpable(dumpable: bool) -> None:
 
 def mount(source: str | None, target: str, fstype: str | None, flags: int, data: str | None = None) -> None:
     """mount(2); raises OSError."""
-    result = _libc.mount(_encode(source), _encode(target), _encode(fstype), flags, _encode(data))
-    _check(result, f'mount({source!r}, {target!r}, {fstype!r}, {flags:#x})')
+    result = _mount(_encode(source), _encode(target), _encode(fstype), flags, _encode(data))
+    libc.check(result, f'mount({source!r}, {target!r}, {fstype!r}, {flags:#x})')
 
 
 def umount2(target: str, flags: int = 0) -> None:
     """umount2(2); raises OSError."""
-    _check(_libc.umount2(_encode(target), flags), f'umount2({target!r})')
+    libc.check(_umount2(_encode(target), flags), f'umount2({target!r})')
 
 
 def make_mounts_private() -> None:
@@ -193,7 +176,7 @@ def _remount_fallback(path: str, readonly: bool = True, nodev: bool = True) -> N
 def _mount_setattr(path: str, attr_set: int, attr_clr: int) -> int:
     """mount_setattr(2) with AT_RECURSIVE on *path*; returns 0 or the errno."""
     attr = _MountAttr(attr_set, attr_clr, 0, 0)
-    result = _libc.syscall(
+    result = libc.syscall(
         ctypes.c_long(SYS_MOUNT_SETATTR),
         ctypes.c_int(AT_FDCWD),
         ctypes.c_char_p(os.fsencode(path)),

@@ -17,12 +17,12 @@ import os
 import struct
 from collections.abc import Mapping
 
+from judge.sandbox import libc, namespaces
 from judge.sandbox.lazylog import get_logger
 
 logger = get_logger('judge.sandbox.seccomp')
 
 # --- kernel ABI constants ------------------------------------------------------------------------
-PR_SET_NO_NEW_PRIVS = 38
 PR_SET_SECCOMP = 22
 SECCOMP_MODE_FILTER = 2
 
@@ -50,17 +50,14 @@ AF_UNIX = 1
 PER_LINUX = 0
 PERSONALITY_QUERY = 0xFFFFFFFF
 CLONE_NEW_FLAGS = (
-    0x00020000  # CLONE_NEWNS
-    | 0x02000000  # CLONE_NEWCGROUP
-    | 0x04000000  # CLONE_NEWUTS
-    | 0x08000000  # CLONE_NEWIPC
-    | 0x10000000  # CLONE_NEWUSER
-    | 0x20000000  # CLONE_NEWPID
-    | 0x40000000  # CLONE_NEWNET
+    namespaces.CLONE_NEWNS
+    | namespaces.CLONE_NEWCGROUP
+    | namespaces.CLONE_NEWUTS
+    | namespaces.CLONE_NEWIPC
+    | namespaces.CLONE_NEWUSER
+    | namespaces.CLONE_NEWPID
+    | namespaces.CLONE_NEWNET
 )
-
-# Syscalls with a special rule; present in every table.
-SPECIAL_SYSCALLS = ('socket', 'clone', 'clone3', 'personality')
 
 # Denied outright with EPERM (names missing from an arch's table simply do not exist there).
 DENIED_SYSCALLS = (
@@ -209,20 +206,8 @@ class _SockFprog(ctypes.Structure):
     _fields_ = [('len', ctypes.c_ushort), ('filter', ctypes.c_void_p)]
 
 
-_libc = ctypes.CDLL(None, use_errno=True)
-_prctl = _libc.prctl
-_prctl.argtypes = [ctypes.c_int, ctypes.c_ulong, ctypes.c_ulong, ctypes.c_ulong, ctypes.c_ulong]
-_prctl.restype = ctypes.c_int
-
-
-def _check(result: int, what: str) -> None:
-    if result != 0:
-        err = ctypes.get_errno()
-        raise OSError(err, f'{what}: {errno.errorcode.get(err, err)}')
-
-
 # program -> (buffer, sock_fprog, address of the sock_fprog), prepared in the parent so that a forked
-# child's `install` is two prctl calls: building ctypes objects right after fork costs ~0.15 ms.
+# child's `install` is two prctl calls: building ctypes objects right after a fork costs more than both.
 _prepared: dict[bytes, tuple[ctypes.Array[ctypes.c_char], _SockFprog, int]] = {}
 
 
@@ -244,5 +229,5 @@ def install(program: bytes) -> None:
     `build_filter` already are).  Raises OSError with the kernel's errno on failure.
     """
     fprog_address = _prepare(program)
-    _check(_prctl(PR_SET_NO_NEW_PRIVS, 1, 0, 0, 0), 'prctl(PR_SET_NO_NEW_PRIVS)')
-    _check(_prctl(PR_SET_SECCOMP, SECCOMP_MODE_FILTER, fprog_address, 0, 0), 'prctl(PR_SET_SECCOMP)')
+    libc.set_no_new_privs()
+    libc.check(libc.prctl(PR_SET_SECCOMP, SECCOMP_MODE_FILTER, fprog_address, 0, 0), 'prctl(PR_SET_SECCOMP)')

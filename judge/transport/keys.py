@@ -93,10 +93,6 @@ class KeySpace:
         """The liveness key of one request."""
         return f'{self.prefix}live:{request_id}'
 
-    def is_reply(self, key: str) -> bool:
-        """Whether ``key`` names a reply list of this key space."""
-        return key.startswith(f'{self.prefix}reply:')
-
     def queue_list(self, queue: str, priority: int) -> str:
         """The list kombu keeps ``queue``'s messages of ``priority`` in."""
         steps = self.priority_steps

@@ -1,109 +1,18 @@
-"""Request and result types: the HTTP models, the task's payload and result, the task name.
+"""The HTTP request and response models of the gateway (pydantic).
 
-The HTTP shapes are upstream code-judge's (see the README's API section); every field we add is
-additive and optional for clients.  `Job` is what the gateway sends a worker for one submission and
-`ResultDict` what comes back, built only by `judge.results`.  Nothing here imports Celery; of the
-judge, only the checker names (`judge.checker`, pure).
+The shapes are upstream code-judge's (see the README's API section); every field we add is additive
+and optional for clients.  Of the judge, only the checker names (`judge.checker`, pure) are imported.
 """
 
 from __future__ import annotations
 
-import enum
 import uuid
-from typing import Annotated, Literal, NotRequired, TypedDict, cast
+from typing import Annotated, Literal, cast
 
 from pydantic import BaseModel, ConfigDict, Field, field_validator, model_validator
 
 from judge.checker import get_checker
-
-RUN_TASK = 'judge.run'
-"""Celery task name of one submission; the gateway enqueues by this name."""
-
-Language = Literal['python', 'cpp', 'c', 'java', 'javascript', 'go', 'rust', 'bash']
-"""A submission's `type`: the languages of `judge.executors.EXECUTORS` (a test keeps them equal)."""
-
-
-class ResultReason(enum.StrEnum):
-    """Upstream's `reason` values (exact strings)."""
-
-    UNSPECIFIED = ''
-    INTERNAL_ERROR = 'internal_error'
-    WORKER_TIMEOUT = 'worker_timeout'
-    QUEUE_TIMEOUT = 'queue_timeout'
-    INVALID_INPUT = 'invalid_input'
-
-
-class Verdict(enum.StrEnum):
-    """Our additive, judge-style verdict.  Order of precedence: see `judge.verdict`."""
-
-    ACCEPTED = 'accepted'
-    WRONG_ANSWER = 'wrong_answer'
-    RUNTIME_ERROR = 'runtime_error'
-    TIME_LIMIT = 'time_limit'
-    MEMORY_LIMIT = 'memory_limit'
-    OUTPUT_LIMIT = 'output_limit'
-    COMPILE_ERROR = 'compile_error'
-    INTERNAL_ERROR = 'internal_error'
-    QUEUE_TIMEOUT = 'queue_timeout'
-
-
-class RunPayload(TypedDict):
-    """One submission as a worker receives it (`Submission.payload`; `/judge/tests` adds `checker`)."""
-
-    sub_id: str
-    type: str
-    solution: str
-    input: str | None
-    expected_output: str | None
-    checker: NotRequired[str]
-
-
-class Job(TypedDict):
-    """The one argument of the `RUN_TASK` task."""
-
-    sub: RunPayload
-    reply_to: str | None
-    """The request's reply list (fast path); ``None``: the task returns the result (stock path)."""
-    index: int
-    """The submission's place in its request."""
-    batch: str
-    """The request's label (batch id and trace id), for logs and Flower."""
-
-
-class CompileDict(TypedDict):
-    """`CompileInfo` as JSON."""
-
-    ok: bool
-    cached: bool
-    cost: float
-    stderr: str
-    stderr_truncated: bool
-
-
-class JudgeResultDict(TypedDict):
-    """`JudgeResult` as JSON: every field, always (built by `judge.results.build_result`)."""
-
-    sub_id: str
-    success: bool
-    run_success: bool
-    cost: float
-    reason: str
-    verdict: str
-    exit_code: int | None
-    stdout_truncated: bool
-    stderr_truncated: bool
-    error: str | None
-    toolchain: str | None
-    runtime: str | None
-    compile_cached: bool | None
-    compile: CompileDict | None
-
-
-class ResultDict(JudgeResultDict):
-    """`SubmissionResult` as JSON: a worker's answer for one submission."""
-
-    stdout: str | None
-    stderr: str | None
+from judge.contracts.task import Language, ResultReason, RunPayload, Verdict
 
 
 def new_id() -> str:
