@@ -9,7 +9,8 @@ Every error the toolkit raises derives from :class:`ToolkitError`::
     ├── BadResponse             the gateway answered with something we cannot read (retryable)
     ├── RequestRejected         HTTP 4xx other than 429: the request itself is wrong (not retryable)
     ├── DeadlineExceeded        a submission's end-to-end deadline passed before an answer came
-    └── ProcessorClosed         the RequestProcessor was closed before the submission was answered
+    ├── ProcessorClosed         the RequestProcessor was closed before the submission was answered
+    └── EvaluationError         `toolkit.evaluate`: input that is not JSONL objects
 
 ``retryable`` tells whether sending the same request again may succeed; the batcher retries only
 retryable errors (and results whose ``reason`` is ``queue_timeout`` or ``internal_error``).

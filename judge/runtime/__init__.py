@@ -29,6 +29,8 @@ from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import Any
 
+from judge.errors import JudgeError
+
 logger = logging.getLogger('judge.runtime')
 
 PINS = Path(__file__).with_name('requirements.txt')
@@ -53,7 +55,7 @@ _INSPECT = (
 )
 
 
-class RuntimeMissing(RuntimeError):
+class RuntimeMissing(JudgeError):
     """The runtime asked for has not been built on this node (or its inputs are unreadable)."""
 
 

@@ -33,6 +33,7 @@ from collections.abc import Iterator
 from contextlib import contextmanager
 from pathlib import Path
 
+from judge.errors import JudgeError
 from judge.runtime import (
     COMPLETE,
     MANIFEST,
@@ -58,7 +59,7 @@ PTH_NAME = 'judge-runtime-modules.pth'
 _PIP_TIMEOUT_S = 1800
 
 
-class BuildError(RuntimeError):
+class BuildError(JudgeError):
     """The runtime could not be built (pip failed, the root is unusable...)."""
 
 
