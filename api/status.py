@@ -17,7 +17,10 @@ logger = logging.getLogger('api.status')
 
 _INSPECT_TIMEOUT_S = 0.5
 _CACHE_S = 1.0
+_GRACE_S = 10.0
+"""A node that answered a poll this recently stays listed: a busy worker can miss one short poll."""
 _cache: dict[str, tuple[float, dict[str, Any]]] = {}
+_last_seen: dict[str, dict[str, tuple[float, dict[str, Any]]]] = {}
 
 
 def _live_workers(link: ShardLink) -> dict[str, Any]:
@@ -31,12 +34,22 @@ async def _cached_live_workers(link: ShardLink) -> dict[str, Any]:
     hit = _cache.get(link.shard.name)
     if hit is None or now - hit[0] > _CACHE_S:
         try:
-            hit = (now, await asyncio.to_thread(_live_workers, link))
+            answered = await asyncio.to_thread(_live_workers, link)
         except Exception as exc:  # e.g. the first broadcast after a Redis restart: ask again next time
             logger.warning('status: could not ask the workers of %s: %s', link.shard.name, exc)
-            return {}
+            answered = {}
+        hit = (now, _with_recent(link.shard.name, answered, now))
         _cache[link.shard.name] = hit
     return hit[1]
+
+
+def _with_recent(shard: str, answered: dict[str, Any], now: float) -> dict[str, Any]:
+    """``answered`` plus the nodes of ``shard`` that answered within `_GRACE_S` (with their last stats)."""
+    seen = _last_seen.setdefault(shard, {})
+    seen.update({node: (now, stats) for node, stats in answered.items()})
+    for node in [n for n, (at, _) in seen.items() if now - at > _GRACE_S]:
+        del seen[node]
+    return {node: stats for node, (_, stats) in seen.items()}
 
 
 async def _read_shard(link: ShardLink) -> tuple[dict[str, int], dict[str, dict[str, Any]]]:
