@@ -14,6 +14,7 @@ import dataclasses
 import os
 import re
 import shutil
+from collections import deque
 from collections.abc import Iterator
 from concurrent.futures import ThreadPoolExecutor
 from typing import NamedTuple
@@ -33,6 +34,8 @@ SCIENTIFIC_PRELOAD = [*DEFAULT_PRELOAD, 'sympy', 'numpy']
 """What an operator sets today to keep the scientific import out of each submission:
 ``JUDGE_PYTHON_PRELOAD`` with sympy and numpy added."""
 PARENT_KINDS = ('lean', 'scientific')
+PARENT_FIELD = 'parent'
+"""The `ExecRequest` field naming the warm parent an execution goes through."""
 LIMITS = Limits(time_s=30.0, memory_mb=1024, capture_bytes=8 * 1024 * 1024)
 """Generous: the corpus checks what programs print, not limits (a scipy.stats import takes seconds
 on a loaded 2-core machine); the whole output is kept so that large outputs are compared whole."""
@@ -40,8 +43,9 @@ SLOT_MEMORY_MB = 1536
 
 
 class Config(NamedTuple):
-    """One way of running a submission: ``mode`` is ``fresh`` or ``warm``, on the ``slot`` named
-    (`DEFAULT_PRELOAD` or `SCIENTIFIC_PRELOAD`), through ``parent`` when not None."""
+    """One way of running a submission: ``mode`` is ``fresh`` or ``warm``; a warm one runs on the
+    ``slot`` named (``default``: `DEFAULT_PRELOAD`, ``scientific``: `SCIENTIFIC_PRELOAD`), through
+    ``parent`` when not None.  A fresh one runs on any slot: it execs a new interpreter."""
 
     name: str
     mode: str
@@ -56,8 +60,8 @@ WARM_SCIENTIFIC = Config('warm-sympy-numpy', 'warm', 'scientific')
 
 def warm_parents() -> tuple[str, ...]:
     """The warm parents a slot execution request can name: every kind in `PARENT_KINDS` when
-    `ExecRequest` has a ``parent`` field, none otherwise."""
-    return PARENT_KINDS if 'parent' in {f.name for f in dataclasses.fields(ExecRequest)} else ()
+    `ExecRequest` has the field `PARENT_FIELD`, none otherwise."""
+    return PARENT_KINDS if PARENT_FIELD in {f.name for f in dataclasses.fields(ExecRequest)} else ()
 
 
 def parent_configs() -> list[Config]:
@@ -96,7 +100,7 @@ def request(program: Program, config: Config) -> ExecRequest:
             files={'source.py': program.source},
             stdin=program.stdin,
         )
-    extra = {} if config.parent is None else {'parent': config.parent}
+    extra = {} if config.parent is None else {PARENT_FIELD: config.parent}
     return ExecRequest(limits=LIMITS, python_source=program.source, stdin=program.stdin, **extra)
 
 
@@ -146,18 +150,29 @@ def run_corpus(
 ) -> dict[str, dict[str, Outcome]]:
     """Every program under every config: ``{config name: {program name: outcome}}``.
 
-    The configs of one slot run one after the other on it, the slots side by side.
+    The slots work side by side, each through its own warm configs one program after the other;
+    fresh runs (a new interpreter, whatever the slot preloads) go to whichever slot is free first.
     """
-    by_slot: dict[str, list[Config]] = {}
-    for config in configs:
-        by_slot.setdefault(config.slot, []).append(config)
+    floating = deque((c, p) for c in configs if c.mode == 'fresh' for p in programs)
 
-    def work(slot_name: str) -> dict[str, dict[str, Outcome]]:
+    def work(slot_name: str) -> list[tuple[str, str, Outcome]]:
         slot = slots[slot_name]
-        return {c.name: {p.name: run(slot, p, c) for p in programs} for c in by_slot[slot_name]}
+        done = [
+            (c.name, p.name, run(slot, p, c))
+            for c in configs
+            if c.mode != 'fresh' and c.slot == slot_name
+            for p in programs
+        ]
+        while True:
+            try:
+                config, program = floating.popleft()
+            except IndexError:
+                return done
+            done.append((config.name, program.name, run(slot, program, config)))
 
-    out: dict[str, dict[str, Outcome]] = {}
-    with ThreadPoolExecutor(len(by_slot)) as pool:
-        for part in pool.map(work, list(by_slot)):
-            out.update(part)
+    out: dict[str, dict[str, Outcome]] = {c.name: {} for c in configs}
+    with ThreadPoolExecutor(len(slots)) as pool:
+        for part in pool.map(work, list(slots)):
+            for config_name, program_name, outcome in part:
+                out[config_name][program_name] = outcome
     return out

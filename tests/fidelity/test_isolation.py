@@ -72,4 +72,4 @@ def test_the_polluters_do_change_what_their_victims_print(outcomes: dict[str, di
     assert 'ValueError' in fresh['printing.int_max_str_digits'].stdout
     assert fresh['contexts.umask_and_limits'].stdout.startswith('0o22\n')
     assert "'HOME'" in fresh['process.environment'].stdout
-    assert fresh['warnings.once_per_location'].stderr.count('looped') == 2
+    assert fresh['warnings.once_per_location'].stderr.count('UserWarning: looped') == 2

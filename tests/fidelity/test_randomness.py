@@ -15,7 +15,7 @@ from tests.fidelity.harness import WARM, WARM_SCIENTIFIC, Config, run, warm_conf
 
 pytestmark = pytest.mark.timeout(600)
 
-DRAWS = 4
+DRAWS = 3
 CASES: dict[str, str] = {
     'random.random': 'import random\nprint(random.random())',
     'numpy.random.rand': 'import numpy as np\nprint(np.random.rand())',

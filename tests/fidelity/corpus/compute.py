@@ -49,9 +49,9 @@ PROGRAMS = programs(
         ),
         'sympy_parse_and_lambdify': (
             'import sympy as sp\n'
-            'from sympy.parsing.sympy_parser import parse_expr, standard_transformations, implicit_multiplication\n'
-            'e = parse_expr("2x^2 + 3x", transformations=standard_transformations + (implicit_multiplication,), '
-            'evaluate=True)\n'
+            'from sympy.parsing.sympy_parser import parse_expr, standard_transformations as std, convert_xor, '
+            'implicit_multiplication as im\n'
+            'e = parse_expr("2x^2 + 3x", transformations=std + (convert_xor, im))\n'
             'print(e)\nx = sp.Symbol("x")\ne = sp.sympify("2*x**2 + 3*x")\nf = sp.lambdify(x, e, "math")\n'
             'print(f(2.5), sp.lambdify(x, e, "numpy")(2))'
         ),
