@@ -8,10 +8,13 @@ entry is then removed.
 
 from __future__ import annotations
 
+import os
+
 import pytest
 
 from judge.sandbox.client import SlotClient
 from tests.fidelity.corpus import CORPUS
+from tests.fidelity.corpus.base import Program
 from tests.fidelity.harness import FRESH, Config, Outcome, parent_configs, run, warm_configs
 
 pytestmark = pytest.mark.timeout(1800)  # the first test runs the whole corpus (fixture `outcomes`)
@@ -144,9 +147,16 @@ def test_every_parent_a_request_names_is_served(slots: dict[str, SlotClient]) ->
     configs = parent_configs()
     if not configs:
         pytest.skip('slot execution requests name no warm parent (no `parent` field)')
-    from tests.fidelity.corpus.base import Program
-
     probe = Program('probe', 'import sys\nprint(sorted(m for m in ("sympy", "numpy") if m in sys.modules))')
     seen = {c.parent: run(slots[c.slot], probe, c) for c in configs}
     assert all(o.exit_code == 0 for o in seen.values()), seen
     assert seen['scientific'].stdout == "['numpy', 'sympy']\n"
+
+
+def test_the_corpus_runs_unprivileged_in_a_pid_namespace_of_its_own(slots: dict[str, SlotClient]) -> None:
+    probe = Program('probe', 'import os\nprint(os.getuid(), os.readlink("/proc/self/ns/pid"))')
+    for name, slot in slots.items():
+        for config in (FRESH, *(c for c in warm_configs() if c.slot == name)):
+            uid, pid_ns = run(slot, probe, config).stdout.split()
+            assert int(uid) == slot.detail['uid'] != 0
+            assert pid_ns != os.readlink('/proc/self/ns/pid')
