@@ -176,3 +176,18 @@ def run_corpus(
             for config_name, program_name, outcome in part:
                 out[config_name][program_name] = outcome
     return out
+
+
+def run_sequences(slots: dict[str, SlotClient], sequences: list[tuple[Config, list[Program]]]) -> list[list[Outcome]]:
+    """Run each sequence's programs back to back on its config's slot, nothing else in between;
+    the slots work side by side.  Returns the outcomes in the order given."""
+    out: list[list[Outcome]] = [[] for _ in sequences]
+
+    def work(slot_name: str) -> None:
+        for index, (config, programs) in enumerate(sequences):
+            if config.slot == slot_name:
+                out[index] = [run(slots[slot_name], p, config) for p in programs]
+
+    with ThreadPoolExecutor(len(slots)) as pool:
+        list(pool.map(work, list(slots)))
+    return out

@@ -11,7 +11,7 @@ import pytest
 
 from judge.sandbox.client import SlotClient
 from tests.fidelity.corpus import CORPUS
-from tests.fidelity.harness import FRESH, Config, Outcome, run, warm_configs
+from tests.fidelity.harness import FRESH, Config, Outcome, run_sequences, warm_configs
 
 pytestmark = pytest.mark.timeout(1800)  # the fixture `outcomes` may run the whole corpus first
 
@@ -44,18 +44,24 @@ PAIRS: list[tuple[str, str]] = [
 ]
 
 
+@pytest.fixture(scope='module')
+def victims(slots: dict[str, SlotClient]) -> dict[tuple[str, str, str], Outcome]:
+    """Each victim's outcome right after its polluter, on the same slot, for every warm config."""
+    cases = [(config, polluter, victim) for config in warm_configs() for polluter, victim in PAIRS]
+    runs = run_sequences(slots, [(config, [CORPUS[p], CORPUS[v]]) for config, p, v in cases])
+    return {(config.name, p, v): outcomes[1] for (config, p, v), outcomes in zip(cases, runs, strict=True)}
+
+
 @pytest.mark.parametrize('config', warm_configs(), ids=lambda c: c.name)
 @pytest.mark.parametrize(('polluter', 'victim'), PAIRS, ids=[f'{p}>{v}' for p, v in PAIRS])
 def test_a_program_leaves_no_state_for_the_next(
-    slots: dict[str, SlotClient],
+    victims: dict[tuple[str, str, str], Outcome],
     outcomes: dict[str, dict[str, Outcome]],
     config: Config,
     polluter: str,
     victim: str,
 ) -> None:
-    slot = slots[config.slot]
-    run(slot, CORPUS[polluter], config)
-    assert run(slot, CORPUS[victim], config) == outcomes[FRESH.name][victim]
+    assert victims[config.name, polluter, victim] == outcomes[FRESH.name][victim]
 
 
 def test_the_polluters_do_change_what_their_victims_print(outcomes: dict[str, dict[str, Outcome]]) -> None:

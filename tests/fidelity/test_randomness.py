@@ -11,7 +11,7 @@ import pytest
 
 from judge.sandbox.client import SlotClient
 from tests.fidelity.corpus.base import Program
-from tests.fidelity.harness import WARM, WARM_SCIENTIFIC, Config, run, warm_configs
+from tests.fidelity.harness import WARM, WARM_SCIENTIFIC, Config, Outcome, run, run_sequences, warm_configs
 
 pytestmark = pytest.mark.timeout(600)
 
@@ -54,10 +54,19 @@ def _params() -> list[object]:
     return params
 
 
+@pytest.fixture(scope='module')
+def draws(slots: dict[str, SlotClient]) -> dict[tuple[str, str], list[Outcome]]:
+    """Each case run `DRAWS` times in a row on one slot, for every warm config."""
+    cases = [(config, case) for config in warm_configs() for case in CASES]
+    runs = run_sequences(slots, [(config, [Program(case, CASES[case])] * DRAWS) for config, case in cases])
+    return {(config.name, case): seen for (config, case), seen in zip(cases, runs, strict=True)}
+
+
 @pytest.mark.parametrize(('config', 'case'), _params())
-def test_random_values_never_repeat_across_submissions(slots: dict[str, SlotClient], config: Config, case: str) -> None:
-    program = Program(case, CASES[case])
-    seen = [run(slots[config.slot], program, config) for _ in range(DRAWS)]
+def test_random_values_never_repeat_across_submissions(
+    draws: dict[tuple[str, str], list[Outcome]], config: Config, case: str
+) -> None:
+    seen = draws[config.name, case]
     assert all(o.exit_code == 0 and o.stderr == '' for o in seen), seen
     values = [o.stdout for o in seen]
     assert len(set(values)) == DRAWS, f'{case} repeated across {DRAWS} submissions on {config.name}: {values}'
