@@ -12,6 +12,7 @@ from tests.fidelity.corpus import (
     compute,
     contexts,
     errors,
+    numeric,
     printing,
     process,
     randomness,
@@ -25,6 +26,6 @@ __all__ = ['CORPUS', 'Program']
 
 CORPUS: dict[str, Program] = {
     p.name: p
-    for module in (randomness, warnings_, printing, threads, errors, sympy_state, contexts, process, compute)
+    for module in (randomness, warnings_, printing, threads, errors, sympy_state, contexts, process, compute, numeric)
     for p in module.PROGRAMS
 }
