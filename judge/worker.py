@@ -67,6 +67,7 @@ def build_runner(settings: Settings, runtime_digest: str = '') -> Runner:
                 'keep_writable': [cache_dir],
                 'read_paths': [pch_dir],
                 'preload': [m.strip() for m in settings.python_preload.split(',') if m.strip()],
+                'scientific': [m.strip() for m in settings.python_scientific_preload.split(',') if m.strip()],
                 'cpus': settings.slot_cpus,
                 'renew_execs': settings.warm_renew_execs,
                 'renew_s': settings.warm_renew_s,

@@ -6,9 +6,11 @@ observations predict little of others', each zygote serves a bounded number of e
 (``renew_execs``) for a bounded time (``renew_s``); then a fresh one, started in the background
 while the old one keeps serving, takes over, and the old one goes once its last child is reaped.
 
-Parents are grouped by *kind*: each kind is a lineage with its own zygote (one kind, ``python``,
-today: it serves warm Python and forks the other languages' children; a slot could hold several,
-e.g. a lean and a scientific interpreter).
+Parents are grouped by *kind*: each kind is a lineage with its own zygote.  ``lean`` imports the
+light preload list (`JUDGE_PYTHON_PRELOAD`), serves Python programs that import nothing heavy and
+forks the other languages' children; ``scientific`` also imports the scientific stack
+(`JUDGE_PYTHON_SCIENTIFIC_PRELOAD`: sympy and numpy by default) and runs a warm-up
+(`judge.sandbox.parentprep`).  Which one serves a program is the slot server's choice.
 """
 
 from __future__ import annotations
@@ -22,7 +24,9 @@ from judge.sandbox.zygote import Zygote, ZygoteLost
 
 logger = get_logger('judge.sandbox.parents')
 
-DEFAULT_KIND = 'python'
+DEFAULT_KIND = LEAN = 'lean'
+SCIENTIFIC = 'scientific'
+KINDS = (LEAN, SCIENTIFIC)
 RENEW_EXECS = 1000
 RENEW_S = 300.0
 START_TIMEOUT_S = 60.0
@@ -77,6 +81,20 @@ class Lineage:
             self.drop(current)
             raise
 
+    def start_background(self) -> None:
+        """Start this kind's first zygote without waiting for it (`ready` tells when it serves)."""
+        if self.current is None and self.standby is None and time.monotonic() >= self._retry_at:
+            try:
+                self.standby = self._start(self.kind)
+            except (OSError, ZygoteLost):
+                logger.exception('could not start a %s zygote', self.kind)
+                self._retry_at = time.monotonic() + RETRY_S
+
+    def ready(self) -> bool:
+        """Whether a zygote of this kind can fork now, without waiting for one to start."""
+        self._promote()
+        return self.current is not None
+
     def _wait_standby(self) -> None:
         standby = self.standby
         assert standby is not None
@@ -99,6 +117,7 @@ class Lineage:
             logger.error('a new %s zygote died while starting', self.kind)
             self.standby = None
             standby.close()
+            self._retry_at = time.monotonic() + RETRY_S
             return False
         if not standby.ready:
             return False

@@ -35,7 +35,8 @@ from judge.sandbox.execute import ExecOutcome, Spare, execute, kill_process, kil
 from judge.sandbox.jail import Jail
 from judge.sandbox.lazylog import get_logger
 from judge.sandbox.limits import Limits, rlimits
-from judge.sandbox.parents import DEFAULT_KIND, RENEW_EXECS, RENEW_S, WarmParents
+from judge.sandbox.parentprep import SCIENTIFIC_NAMES, uses_scientific
+from judge.sandbox.parents import KINDS, LEAN, RENEW_EXECS, RENEW_S, SCIENTIFIC, WarmParents
 from judge.sandbox.protocol import ProtocolError, recv_message, send_message
 from judge.sandbox.workdir import done_path, export_files, give_to, make_done_fifo, write_files
 from judge.sandbox.zygote import Zygote, ZygoteLost, spawn_zygote
@@ -64,6 +65,13 @@ class SlotServer:
             namespaces.set_child_subreaper(True)
         self.counter = 0
         self.spare: Spare | None = None
+        self.spare_kind = LEAN
+        """The kind of warm parent that forked `spare`."""
+        self.next_kind = LEAN
+        """The kind of the next spare: that of the last Python program (`refill`)."""
+        scientific = self.prep.scientific
+        self.scientific_names = SCIENTIFIC_NAMES | {m.split('.')[0] for m in scientific} if scientific else frozenset()
+        """Words that send a program to the scientific parent (none: the slot has no scientific parent)."""
         self.parents = WarmParents(
             self._start_zygote,
             int(config.get('renew_execs', RENEW_EXECS)),
@@ -77,18 +85,44 @@ class SlotServer:
     def _start_zygote(self, kind: str) -> Zygote:
         return spawn_zygote(self.prep, self.package_fd, kind)
 
-    def _fork_spare(self) -> Spare:
-        lineage = self.parents.lineage(DEFAULT_KIND)
+    def _fork_spare(self, kind: str = LEAN) -> Spare:
+        lineage = self.parents.lineage(kind)
         for attempt in (0, 1):
             workdir = self._workdir()
             try:
-                return lineage.spare(workdir)
+                spare = lineage.spare(workdir)
+                self.spare_kind = kind
+                return spare
             except ZygoteLost:  # the lineage dropped the dead zygote: the next try starts a new one
                 remove_tree(workdir)
                 if attempt:
                     raise
-                logger.error('a zygote died; starting a new one')
+                logger.error('a %s zygote died; starting a new one', kind)
         raise AssertionError('unreachable')
+
+    def _kind(self, header: dict[str, Any]) -> tuple[str, bool]:
+        """The warm parent a request needs, and whether exactly that one (the request's ``parent``).
+
+        Warm Python goes to the scientific parent when it mentions a package that parent preloads
+        or that builds on them (`judge.sandbox.parentprep.uses_scientific`), else to the lean one;
+        a scientific parent that is still starting is not waited for (the program then imports what
+        it needs itself).  Anything else (an ``argv``) is forked by the lean parent.
+        """
+        asked = header.get('parent')
+        if asked is not None:
+            if asked not in KINDS:
+                raise ValueError(f'unknown parent {asked!r}; choose one of {", ".join(KINDS)}')
+            if asked == SCIENTIFIC and not self.scientific_names:
+                raise ValueError('this slot has no scientific parent (JUDGE_PYTHON_SCIENTIFIC_PRELOAD is empty)')
+            return str(asked), True
+        source = header.get('python_source')
+        if source is None or not self.scientific_names or not uses_scientific(source, self.scientific_names):
+            return LEAN, False
+        lineage = self.parents.lineage(SCIENTIFIC)
+        if lineage.ready():
+            return SCIENTIFIC, False
+        lineage.start_background()
+        return LEAN, False
 
     def _workdir(self) -> str:
         self.counter += 1
@@ -101,13 +135,16 @@ class SlotServer:
         give_to(self.jail, path)
         return path
 
-    def _take_spare(self) -> Spare:
+    def _take_spare(self, kind: str = LEAN, exact: bool = False) -> Spare:
+        """The waiting spare if it suits ``kind`` (a scientific spare also serves what a lean one
+        would, unless ``exact``), else a new one of ``kind``."""
         spare, self.spare = self.spare, None
-        if spare is not None and spare.alive():
+        suits = self.spare_kind == kind or (not exact and self.spare_kind == SCIENTIFIC)
+        if spare is not None and suits and spare.alive():
             return spare
         if spare is not None:
             self._discard(spare)
-        return self._fork_spare()
+        return self._fork_spare(kind)
 
     def _discard(self, spare: Spare) -> None:
         try:
@@ -117,9 +154,11 @@ class SlotServer:
         remove_tree(spare.workdir)
 
     def refill(self) -> None:
-        """Fork the next execution's child ahead of its request (off the critical path)."""
+        """Fork the next execution's child ahead of its request (off the critical path), from the
+        parent the last Python program needed (while it is ready)."""
         if self.spare is None:
-            self.spare = self._fork_spare()
+            kind = self.next_kind if self.parents.lineage(self.next_kind).ready() else LEAN
+            self.spare = self._fork_spare(kind)
 
     def handle(self, header: dict[str, Any], blobs: list[bytes]) -> tuple[dict[str, Any], tuple[bytes, ...]]:
         """Run one request and build the reply."""
@@ -130,7 +169,11 @@ class SlotServer:
             return {'ok': False, 'error': f'unknown op {op!r}'}, ()
         self.finish()
         limits = self.jail.effective_limits(Limits.from_dict(header.get('limits') or {}))
-        spare = self._take_spare()
+        kind, exact = self._kind(header)
+        spare = self._take_spare(kind, exact)
+        used = self.spare_kind
+        if header.get('python_source') is not None:
+            self.next_kind = kind
         workdir = spare.workdir
         started = done = False
         try:
@@ -162,7 +205,7 @@ class SlotServer:
                 self.jail.forget_counts()
                 self._kill_all(0)
                 self.finish()
-        return _reply(outcome), (bytes(outcome.stdout), bytes(outcome.stderr))
+        return _reply(outcome) | {'parent': used}, (bytes(outcome.stdout), bytes(outcome.stderr))
 
     def finish(self) -> None:
         """Kill, reap and remove what the last execution left, off the reply's path.
@@ -221,11 +264,14 @@ class SlotServer:
 
     def maintain(self) -> None:
         """Renew warm parents when due; a spare of a replaced parent is replaced too (off the critical path)."""
-        lineage = self.parents.lineage(DEFAULT_KIND)
-        if lineage.maintain() and self.spare is not None and self.spare.parent != getattr(lineage.current, 'pid', 0):
-            spare, self.spare = self.spare, None
-            self._discard(spare)
-            lineage.close_drained()
+        for kind, lineage in list(self.parents.lineages.items()):
+            promoted = lineage.maintain()
+            spare = self.spare
+            current = getattr(lineage.current, 'pid', 0)
+            if promoted and spare is not None and self.spare_kind == kind and spare.parent != current:
+                self.spare = None
+                self._discard(spare)
+                lineage.close_drained()
 
     def _wait_for_request(self, rfd: int) -> bool:
         """Wait for the next request, renewing warm parents meanwhile; True when one is waiting."""
