@@ -111,6 +111,47 @@ def find_random_states() -> list[Any]:
     return found
 
 
+def collapse_huge_pages() -> int:
+    """Back the parent's anonymous memory (heap and arenas) with transparent huge pages where the
+    kernel can (``MADV_COLLAPSE``, Linux 6.1+); how many bytes it took.
+
+    ``fork`` copies one page-table entry per 2 MB huge page instead of 512, and an exiting child tears
+    down as few: both cost a few milliseconds per child of a parent as large as the scientific one.
+    A child writing to such a page only gets that 4 KB page copied (the kernel splits the mapping).
+    Without the kernel's support nothing changes.  ``ctypes`` is dropped again from ``sys.modules``.
+    """
+    before = set(sys.modules)
+    try:
+        import ctypes
+
+        libc = ctypes.CDLL(None, use_errno=True)
+        madvise = libc.madvise
+        madvise.argtypes = [ctypes.c_void_p, ctypes.c_size_t, ctypes.c_int]
+    except (ImportError, OSError, AttributeError):
+        return 0
+    done = 0
+    try:
+        with open('/proc/self/maps') as maps:
+            ranges = [line.split() for line in maps]
+        for fields in ranges:
+            if fields[1] != 'rw-p' or (len(fields) > 5 and fields[5] != '[heap]'):
+                continue
+            low, high = (int(x, 16) for x in fields[0].split('-'))
+            start, end = -(-low // _HUGE) * _HUGE, high // _HUGE * _HUGE
+            if end > start and madvise(start, end - start, _MADV_HUGEPAGE) == 0:
+                done += (end - start) if madvise(start, end - start, _MADV_COLLAPSE) == 0 else 0
+    except OSError:
+        pass
+    finally:
+        for name in set(sys.modules) - before:
+            del sys.modules[name]
+    return done
+
+
+_HUGE = 2 << 20
+_MADV_HUGEPAGE, _MADV_COLLAPSE = 14, 25
+
+
 def uses_scientific(source: str, names: frozenset[str]) -> bool:
     """Whether ``source`` mentions one of ``names`` as a word (an import, or anything else: a
     mention in a comment only costs the program a heavier parent).  A few microseconds per program."""

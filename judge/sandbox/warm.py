@@ -175,6 +175,8 @@ def prepare_interpreter(
         for statement in parentprep.warm_up():
             _say(f'warm-up statement failed: {statement!r}')
     _random_states[:] = parentprep.find_random_states()
+    if warm_up:
+        parentprep.collapse_huge_pages()
     vars(sys.modules['judge.sandbox']).pop('parentprep', None)
     del parentprep
     stdin = os.memfd_create('stdin', 0)
