@@ -33,6 +33,7 @@ async def collect_status(gateway: Gateway) -> dict[str, Any]:
         out['queues'] = queues
         out['queue'] = sum(queues.values())
         infos = await gateway.shard.node_infos()
+        slots = await gateway.shard.slot_infos()
     except Exception as exc:
         logger.warning('status: broker unreachable: %s', exc)
         out['broker'] = f'unreachable: {type(exc).__name__}'
@@ -47,7 +48,9 @@ async def collect_status(gateway: Gateway) -> dict[str, Any]:
         processes = len((stats.get('pool') or {}).get('processes') or [])
         host = node.split('@', 1)[-1]
         info = infos.get(node) or infos.get(host) or {}
-        nodes.append({'name': node, 'processes': processes, **info})
+        mine = [v for k, v in sorted(slots.items()) if k.rsplit('/', 1)[0] in (node, host)]
+        pss_kb = sum(int((s.get('memory') or {}).get('total_pss_kb') or 0) for s in mine)
+        nodes.append({'name': node, 'processes': processes, **info, 'slots': mine, 'memory_pss_kb': pss_kb})
         out['num_workers'] += processes
     out['nodes'] = nodes
     out['num_nodes'] = len(nodes)

@@ -86,7 +86,8 @@ def median(rows, key):
 scratch = bytearray(os.urandom(16 << 20))
 rows = [child_cost(None, scratch) for _ in range(cfg['rounds'])]
 empty = [child_cost(None) for _ in range(cfg['rounds'])]
-fault_us = (median(rows, 'run') - median(empty, 'run')) * 1000 / max(1, median(rows, 'minflt') - median(empty, 'minflt'))
+extra_faults = max(1, median(rows, 'minflt') - median(empty, 'minflt'))
+fault_us = (median(rows, 'run') - median(empty, 'run')) * 1000 / extra_faults
 out = {'memory_kb': pss_kb(), 'fault_us': fault_us, 'kinds': {}}
 for kind, src in [('empty', None), *cfg['kinds'].items()]:
     rows = [child_cost(src) for _ in range(cfg['rounds'])]

@@ -205,6 +205,21 @@ class SlotClient:
             parent=str(reply.get('parent') or ''),
         )
 
+    def memory(self) -> dict[str, Any]:
+        """The slot's memory (`judge.sandbox.memory.slot_memory`); empty when the server cannot say."""
+        with self._lock:
+            proc = self._proc
+            if proc is None or proc.poll() is not None or proc.stdin is None:
+                return {}
+            try:
+                send_message(proc.stdin.fileno(), {'op': 'memory'})
+                reply = self._recv(proc, _REPLY_MARGIN_S)[0]
+            except (OSError, SlotLost):
+                self._discard()
+                return {}
+        memory = reply.get('memory')
+        return dict(memory) if isinstance(memory, dict) else {}
+
     def _exchange(self, request: ExecRequest) -> tuple[dict[str, Any], list[bytes]]:
         with self._lock:
             if self._proc is None or self._proc.poll() is not None:

@@ -20,6 +20,7 @@ from collections.abc import Callable
 
 from judge.sandbox.execute import Spare
 from judge.sandbox.lazylog import get_logger
+from judge.sandbox.parentprep import SCIENTIFIC_NAMES, uses_scientific
 from judge.sandbox.zygote import Zygote, ZygoteLost
 
 logger = get_logger('judge.sandbox.parents')
@@ -183,12 +184,42 @@ class WarmParents:
     """All lineages of a slot, by kind."""
 
     def __init__(
-        self, start: Callable[[str], Zygote], renew_execs: int = RENEW_EXECS, renew_s: float = RENEW_S
+        self,
+        start: Callable[[str], Zygote],
+        renew_execs: int = RENEW_EXECS,
+        renew_s: float = RENEW_S,
+        scientific: list[str] | None = None,
     ) -> None:
         self._start = start
         self.renew_execs = max(1, renew_execs)
         self.renew_s = max(1.0, renew_s)
         self.lineages: dict[str, Lineage] = {}
+        self.scientific_names = SCIENTIFIC_NAMES | {m.split('.')[0] for m in scientific} if scientific else frozenset()
+        """Words that send a program to the scientific parent (none: the slot has no scientific parent)."""
+
+    def choose(self, source: str | None, asked: object = None) -> tuple[str, bool]:
+        """The kind of parent a request needs, and whether exactly that one (``asked``: the request's
+        ``parent``; `ValueError` for one this slot does not have).
+
+        Warm Python goes to the scientific parent when it mentions a package that parent preloads or
+        that builds on them (`judge.sandbox.parentprep.uses_scientific`), else to the lean one.  A
+        scientific parent is started by the first program that needs it, in the background: until it
+        is ready, such programs go to the lean parent (and import what they need themselves).
+        Anything else (an ``argv``) is forked by the lean parent.
+        """
+        if asked is not None:
+            if asked not in KINDS:
+                raise ValueError(f'unknown parent {asked!r}; choose one of {", ".join(KINDS)}')
+            if asked == SCIENTIFIC and not self.scientific_names:
+                raise ValueError('this slot has no scientific parent (JUDGE_PYTHON_SCIENTIFIC_PRELOAD is empty)')
+            return str(asked), True
+        if source is None or not self.scientific_names or not uses_scientific(source, self.scientific_names):
+            return LEAN, False
+        lineage = self.lineage(SCIENTIFIC)
+        if lineage.ready():
+            return SCIENTIFIC, False
+        lineage.start_background()
+        return LEAN, False
 
     def lineage(self, kind: str = DEFAULT_KIND) -> Lineage:
         """The lineage of ``kind`` (created on first use)."""

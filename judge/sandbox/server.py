@@ -35,8 +35,8 @@ from judge.sandbox.execute import ExecOutcome, Spare, execute, kill_process, kil
 from judge.sandbox.jail import Jail
 from judge.sandbox.lazylog import get_logger
 from judge.sandbox.limits import Limits, rlimits
-from judge.sandbox.parentprep import SCIENTIFIC_NAMES, uses_scientific
-from judge.sandbox.parents import KINDS, LEAN, RENEW_EXECS, RENEW_S, SCIENTIFIC, WarmParents
+from judge.sandbox.memory import slot_memory
+from judge.sandbox.parents import LEAN, RENEW_EXECS, RENEW_S, SCIENTIFIC, WarmParents
 from judge.sandbox.protocol import ProtocolError, recv_message, send_message
 from judge.sandbox.workdir import done_path, export_files, give_to, make_done_fifo, write_files
 from judge.sandbox.zygote import Zygote, ZygoteLost, spawn_zygote
@@ -69,13 +69,11 @@ class SlotServer:
         """The kind of warm parent that forked `spare`."""
         self.next_kind = LEAN
         """The kind of the next spare: that of the last Python program (`refill`)."""
-        scientific = self.prep.scientific
-        self.scientific_names = SCIENTIFIC_NAMES | {m.split('.')[0] for m in scientific} if scientific else frozenset()
-        """Words that send a program to the scientific parent (none: the slot has no scientific parent)."""
         self.parents = WarmParents(
             self._start_zygote,
             int(config.get('renew_execs', RENEW_EXECS)),
             float(config.get('renew_s', RENEW_S)),
+            self.prep.scientific,
         )
         self._leftover: str | None = None
         """The last execution's work dir, until `finish` has removed it."""
@@ -99,30 +97,6 @@ class SlotServer:
                     raise
                 logger.error('a %s zygote died; starting a new one', kind)
         raise AssertionError('unreachable')
-
-    def _kind(self, header: dict[str, Any]) -> tuple[str, bool]:
-        """The warm parent a request needs, and whether exactly that one (the request's ``parent``).
-
-        Warm Python goes to the scientific parent when it mentions a package that parent preloads
-        or that builds on them (`judge.sandbox.parentprep.uses_scientific`), else to the lean one;
-        a scientific parent that is still starting is not waited for (the program then imports what
-        it needs itself).  Anything else (an ``argv``) is forked by the lean parent.
-        """
-        asked = header.get('parent')
-        if asked is not None:
-            if asked not in KINDS:
-                raise ValueError(f'unknown parent {asked!r}; choose one of {", ".join(KINDS)}')
-            if asked == SCIENTIFIC and not self.scientific_names:
-                raise ValueError('this slot has no scientific parent (JUDGE_PYTHON_SCIENTIFIC_PRELOAD is empty)')
-            return str(asked), True
-        source = header.get('python_source')
-        if source is None or not self.scientific_names or not uses_scientific(source, self.scientific_names):
-            return LEAN, False
-        lineage = self.parents.lineage(SCIENTIFIC)
-        if lineage.ready():
-            return SCIENTIFIC, False
-        lineage.start_background()
-        return LEAN, False
 
     def _workdir(self) -> str:
         self.counter += 1
@@ -165,11 +139,13 @@ class SlotServer:
         op = header.get('op')
         if op == 'ping':
             return {'ok': True, 'tier': self.jail.tier, 'detail': self.jail.detail, 'pid': os.getpid()}, ()
+        if op == 'memory':
+            return {'ok': True, 'memory': slot_memory(self.parents, self.spare)}, ()
         if op != 'exec':
             return {'ok': False, 'error': f'unknown op {op!r}'}, ()
         self.finish()
         limits = self.jail.effective_limits(Limits.from_dict(header.get('limits') or {}))
-        kind, exact = self._kind(header)
+        kind, exact = self.parents.choose(header.get('python_source'), header.get('parent'))
         spare = self._take_spare(kind, exact)
         used = self.spare_kind
         if header.get('python_source') is not None:

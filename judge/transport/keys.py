@@ -72,6 +72,11 @@ class KeySpace:
         """Hash: worker node name -> JSON of its node information."""
         return f'{self.prefix}nodes'
 
+    @property
+    def slots(self) -> str:
+        """Hash: ``<node>/<slot>`` -> JSON of that sandbox slot's information (its memory)."""
+        return f'{self.prefix}slots'
+
     def reply(self, request_id: str) -> str:
         """The reply list of one request."""
         return f'{self.prefix}reply:{request_id}'
