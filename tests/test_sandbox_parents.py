@@ -140,3 +140,19 @@ def test_the_seed_is_optional_and_bounded_in_the_api() -> None:
     for bad in (-1, 2**32, 'x'):
         with pytest.raises(ValueError):
             Submission(type='python', solution='print(1)', seed=bad)
+
+
+def test_one_blas_thread_in_the_scientific_parent_whose_numpy_is_preloaded(slot: SlotClient) -> None:
+    source = (
+        'import os, numpy as np\na = np.random.rand(300, 300)\nfor _ in range(5):\n    a = a @ a / 300\n'
+        'print(len(os.listdir("/proc/self/task")), os.environ["OPENBLAS_NUM_THREADS"])'
+    )
+    assert run(slot, source, 'scientific') == ('scientific', '1 1\n')
+
+
+def test_the_slot_reports_the_memory_of_its_parents(slot: SlotClient) -> None:
+    run(slot, 'import sympy\nprint(1)', 'scientific')
+    memory = slot.memory()
+    parents = memory['parents_pss_kb']
+    assert set(parents) == {'lean', 'scientific'} and parents['scientific'] > 20 * 1024, memory
+    assert memory['total_pss_kb'] >= memory['server_pss_kb'] + sum(parents.values())
