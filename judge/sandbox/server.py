@@ -111,9 +111,11 @@ class SlotServer:
 
     def _take_spare(self, kind: str = LEAN, exact: bool = False) -> Spare:
         """The waiting spare if it suits ``kind`` (a scientific spare also serves what a lean one
-        would, unless ``exact``), else a new one of ``kind``."""
+        would, unless ``exact`` or ``RLIMIT_AS`` bounds memory: its address space is larger), else a
+        new one of ``kind``."""
         spare, self.spare = self.spare, None
-        suits = self.spare_kind == kind or (not exact and self.spare_kind == SCIENTIFIC)
+        larger = not exact and self.spare_kind == SCIENTIFIC and self.jail.cgroup is not None
+        suits = self.spare_kind == kind or larger
         if spare is not None and suits and spare.alive():
             return spare
         if spare is not None:
