@@ -38,7 +38,7 @@ router = APIRouter()
 
 def payloads_for(job: JudgeTestsRequest) -> list[RunPayload]:
     """One worker payload per test; each carries the checker name (`judge.runner.Runner.run`)."""
-    return [
+    payloads: list[RunPayload] = [
         {
             'sub_id': f'{job.sub_id}:{i}',
             'type': job.type,
@@ -49,6 +49,10 @@ def payloads_for(job: JudgeTestsRequest) -> list[RunPayload]:
         }
         for i, test in enumerate(job.tests)
     ]
+    if job.seed is not None:
+        for payload in payloads:
+            payload['seed'] = job.seed
+    return payloads
 
 
 async def _judge(

@@ -57,7 +57,18 @@ async def _read_shard(link: ShardLink) -> tuple[dict[str, int], dict[str, dict[s
     queues: dict[str, int] = {}
     for (queue, _), n in lengths.items():
         queues[queue] = queues.get(queue, 0) + n
-    return queues, await link.shard.node_infos()
+    return queues, _with_slots(await link.shard.node_infos(), await link.shard.slot_infos())
+
+
+def _with_slots(infos: dict[str, dict[str, Any]], slots: dict[str, dict[str, Any]]) -> dict[str, dict[str, Any]]:
+    """Each node's information plus its sandbox slots (keyed ``<node>/<slot>``) and their PSS in all."""
+    out = {name: dict(info) for name, info in infos.items()}
+    for key, slot in sorted(slots.items()):
+        entry = out.setdefault(key.rsplit('/', 1)[0], {})
+        entry.setdefault('slots', []).append(slot)
+        pss_kb = int((slot.get('memory') or {}).get('total_pss_kb') or 0)
+        entry['memory_pss_kb'] = entry.get('memory_pss_kb', 0) + pss_kb
+    return out
 
 
 def _nodes(live: dict[str, Any], infos: dict[str, dict[str, Any]], shard: str | None) -> list[dict[str, Any]]:
@@ -65,7 +76,7 @@ def _nodes(live: dict[str, Any], infos: dict[str, dict[str, Any]], shard: str | 
     for node, stats in sorted(live.items()):
         processes = len((stats.get('pool') or {}).get('processes') or [])
         host = node.split('@', 1)[-1]
-        info = infos.get(node) or infos.get(host) or {}
+        info = {**infos.get(host, {}), **infos.get(node, {})}
         nodes.append({'name': node, 'processes': processes, **info, **({'shard': shard} if shard else {})})
     return nodes
 

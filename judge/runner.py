@@ -88,7 +88,7 @@ class Runner:
         if compiled is not None and not compiled.ok:
             return self._compile_error(sub, compiled, executor)
         stdin = (sub.get('input') or '').encode('utf-8', 'surrogateescape')
-        result = executor.run(source, compiled, stdin, self.limits(language, expected))
+        result = executor.run(source, compiled, stdin, self.limits(language, expected), sub.get('seed'))
         return self._fold(sub, result, expected, checker, compiled, executor)
 
     def _compile_info(self, compiled: Compiled) -> CompileDict:

@@ -49,6 +49,9 @@ DEFAULT_PYTHON_PRELOAD = (
 import.  Each costs its memory in every fork and exit of every execution; one that is not preloaded
 costs its import time in each program importing it."""
 
+DEFAULT_SCIENTIFIC_PRELOAD = 'sympy,numpy'
+"""The scientific warm parent's extra imports (`judge.sandbox.parentprep` warms them up)."""
+
 
 class Settings(BaseSettings):
     """Configuration of gateway, workers and Flower (env var names in `validation_alias`)."""
@@ -99,6 +102,12 @@ class Settings(BaseSettings):
     """`warm`: fork a pre-started interpreter per submission; `fresh`: start `python3 -I file.py`."""
     python_preload: str = Field(DEFAULT_PYTHON_PRELOAD, validation_alias=_env('JUDGE_PYTHON_PRELOAD'))
     """Comma-separated modules the warm interpreter imports once, so programs get them for free."""
+    python_scientific_preload: str = Field(
+        DEFAULT_SCIENTIFIC_PRELOAD, validation_alias=_env('JUDGE_PYTHON_SCIENTIFIC_PRELOAD')
+    )
+    """Comma-separated modules a second, *scientific* warm parent per slot imports on top of the preload
+    list before a warm-up run; it serves programs that mention them (or scipy, mpmath, networkx,
+    math_verify).  Started on the first such program; empty: no scientific parent."""
     sandbox_tier: Literal['auto', 'namespaces', 'landlock', 'uid', 'none'] = Field(
         'auto', validation_alias=_env('JUDGE_SANDBOX_TIER')
     )

@@ -29,6 +29,8 @@ from judge.transport.replies import CancelWatch, Replies
 from judge.transport.shard import Shard
 
 logger = logging.getLogger('judge.worker')
+MEMORY_EVERY_S = 30.0
+"""How often (at most) a pool process publishes its slot's memory for `/status`, after an execution."""
 
 
 def _cache_dir(settings: Settings) -> str:
@@ -67,6 +69,7 @@ def build_runner(settings: Settings, runtime_digest: str = '') -> Runner:
                 'keep_writable': [cache_dir],
                 'read_paths': [pch_dir],
                 'preload': [m.strip() for m in settings.python_preload.split(',') if m.strip()],
+                'scientific': [m.strip() for m in settings.python_scientific_preload.split(',') if m.strip()],
                 'cpus': settings.slot_cpus,
                 'renew_execs': settings.warm_renew_execs,
                 'renew_s': settings.warm_renew_s,
@@ -106,6 +109,7 @@ class Service:
         self._runner: Runner | None = None
         self._error_cases: ErrorCaseWriter | None = None
         self._runtime: dict[str, Any] | None = None
+        self._memory_at = 0.0
 
     @property
     def runtime(self) -> dict[str, Any]:
@@ -133,6 +137,20 @@ class Service:
             'updated_at': time.time(),
         }
         self.shard.publish_node_info(self.node_name or socket.gethostname(), info)
+        self.publish_memory()
+
+    def publish_memory(self) -> None:
+        """Publish this slot's memory (PSS of its server, warm parents and spare) for `/status`."""
+        self._memory_at = time.monotonic()
+        runner = self._runner
+        if runner is None:
+            return
+        try:
+            memory = runner.slot.memory()
+            info = {'slot': runner.slot.config.slot, 'pid': os.getpid(), 'memory': memory, 'updated_at': time.time()}
+            self.shard.publish_slot_info(self.node_name or socket.gethostname(), runner.slot.config.slot, info)
+        except Exception:  # never costs a submission
+            logger.exception('could not publish the slot memory')
 
     def stop(self) -> None:
         """Stop the slot server."""
@@ -164,6 +182,8 @@ class Service:
             failure = traceback.format_exc()
             result = internal_error(sub['sub_id'], f'{type(exc).__name__}: {exc}', time.monotonic() - start)
         out = self.finish(job, result, failure)
+        if time.monotonic() - self._memory_at > MEMORY_EVERY_S:
+            self.publish_memory()
         if log:
             logger.info(
                 'sub_id=%s batch=%s type=%s verdict=%s cost=%.4fs elapsed=%.4fs',

@@ -234,3 +234,16 @@ def test_sympy_submissions_run_in_fresh_mode_on_the_same_runtime(stack: Stack, f
     assert r['verdict'] == 'accepted', r
     warm = post(stack.url, '/run', {'type': 'python', 'solution': 'print(1)'})
     assert r['runtime'] == warm['runtime'], 'both modes run in the same runtime'
+
+
+@pytest.mark.integration
+def test_a_seed_replays_a_run_over_http_in_warm_and_fresh_mode(stack: Stack, fresh_stack: str) -> None:
+    src = 'import random\nprint(random.random(), hash("judge"), list({"a", "b", "c", "d"}))'
+    seeded = {'type': 'python', 'solution': src, 'seed': 42}
+    warm, fresh = post(stack.url, '/run', seeded), post(fresh_stack, '/run', seeded)
+    assert warm['verdict'] == fresh['verdict'] == 'accepted', (warm, fresh)
+    assert warm['stdout'] == fresh['stdout'] == post(stack.url, '/run', seeded)['stdout']
+    unseeded = [post(stack.url, '/run', {'type': 'python', 'solution': src})['stdout'] for _ in range(2)]
+    assert len({*unseeded, warm['stdout']}) == 3, 'no seed: fresh randomness'
+    status, answer = request(stack.url + '/run', {'type': 'python', 'solution': src, 'seed': -1})
+    assert status == 422, answer

@@ -12,10 +12,14 @@ Four phases, in one run on one machine:
   concurrent spawns as the cluster has worker processes, measured before and after the judge phases
   (their mean is used, so drift during the run counts on both sides).
 
-Reports submissions/s, the CPU per bare spawn and the two ratios the runtime is judged by: math rate /
-bare sympy+numpy rate, and trivial rate / bare ``-I -S`` rate.  With ``--cpu``, also the stack's CPU
-per submission of each judge phase and the same ratios from CPU (bare spawn CPU / judge CPU per
-submission): what the rates' ratios are on an otherwise idle machine, steadier on a shared one.
+Before the phases, every kind of tool call is sent to every slot until each answers like a warm slot
+(its scientific parent started: `_warm_math`).  Reports submissions/s, the CPU per bare spawn and
+the two ratios the runtime is judged by: math rate / bare sympy+numpy rate, and trivial rate / bare
+``-I -S`` rate; and the memory (PSS) of the largest slot and of its warm parents by kind, as the
+nodes publish it in ``/status`` (at most every 30 s, so it may lag the run a little).  With
+``--cpu``, also the stack's CPU per submission of each judge phase and the same ratios from CPU
+(bare spawn CPU / judge CPU per submission): what the rates' ratios are on an otherwise idle
+machine, steadier on a shared one.
 """
 
 from __future__ import annotations
@@ -152,6 +156,41 @@ async def runtime_of(client: JudgeClient, args: argparse.Namespace) -> tuple[str
     return python, int(status.get('num_workers') or 2)
 
 
+async def _warm_math(client: JudgeClient, workers: int, timeout_s: float = 120.0) -> None:
+    """Send every kind of tool call to every slot, unmeasured, until each answers like a warm slot.
+
+    A slot starts its scientific warm parent on the first program that needs it, in the background,
+    and meanwhile runs such programs in its lean parent (which then imports sympy itself): the rounds
+    go on until no sympy program of a round took more than `WARM_COST_S` (or ``timeout_s`` passed).
+    """
+    cases = [math_case(i) for i in range(6 * workers)]
+    deadline = time.monotonic() + timeout_s
+    while True:
+        results = await client.run_batch([Submission(src) for src, _ in cases], timeout_s=600)
+        slow = [r.cost for r, (src, _) in zip(results, cases, strict=True) if 'sympy' in src and r.cost > WARM_COST_S]
+        if not slow or time.monotonic() > deadline:
+            return
+        await asyncio.sleep(0.5)
+
+
+WARM_COST_S = 0.25
+"""A sympy tool call slower than this (wall) still ran without the scientific parent's warmth."""
+
+
+async def _slot_memory(client: JudgeClient) -> dict[str, Any]:
+    """PSS per slot (server, warm parents, spare) as the nodes published it in ``/status``."""
+    status = await client.status()
+    slots = [s for node in status.get('nodes') or [] for s in node.get('slots') or []]
+    totals = [int((s.get('memory') or {}).get('total_pss_kb') or 0) for s in slots]
+    kinds: dict[str, list[int]] = {}
+    for slot in slots:
+        for kind, kb in ((slot.get('memory') or {}).get('parents_pss_kb') or {}).items():
+            kinds.setdefault(kind, []).append(int(kb))
+    out: dict[str, Any] = {'slots': len(slots), 'slot_pss_mb': max(totals, default=0) / 1024}
+    out |= {f'slot_{kind}_parents_pss_mb': max(kbs) / 1024 for kind, kbs in sorted(kinds.items())}
+    return out
+
+
 async def math_scenario(client: JudgeClient, args: argparse.Namespace) -> dict[str, Any]:
     """The four phases (see the module docstring); ``wrong`` counts wrong answers of both judge phases."""
     python, workers = await runtime_of(client, args)
@@ -159,8 +198,7 @@ async def math_scenario(client: JudgeClient, args: argparse.Namespace) -> dict[s
     heavy = [python, '-c', 'import sympy, numpy']
     bare = [python, '-I', '-S', '-c', 'pass']
     spawns = [await spawn_rate(heavy, args.spawn_n, concurrency), await spawn_rate(bare, args.spawn_n, concurrency)]
-    warm = [math_case(i) for i in range(6 * workers)]  # every kind once per slot, unmeasured
-    await _send(client, [Submission(src) for src, _ in warm], [w for _, w in warm], args)
+    await _warm_math(client, workers)
     math_phase = await _phase(client, [math_case(i) for i in range(args.n)], args)
     trivial = await _phase(client, [('print(sum(range(10)))', '45')] * args.n, args)
     spawns += [await spawn_rate(heavy, args.spawn_n, concurrency), await spawn_rate(bare, args.spawn_n, concurrency)]
@@ -181,6 +219,7 @@ async def math_scenario(client: JudgeClient, args: argparse.Namespace) -> dict[s
         'wrong': math_phase['wrong'] + trivial['wrong'],
         'wrong_math': math_phase['wrong'],
     }
+    out |= await _slot_memory(client)
     for name, phase in (('math', math_phase), ('trivial', trivial)):
         out |= {f'{name}_{k}': v for k, v in phase.items() if k.endswith('cpu_ms')}
     if args.cpu:  # CPU per submission against CPU per bare spawn: the rates' ratio on an idle machine

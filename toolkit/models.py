@@ -29,6 +29,8 @@ class Submission:
     :param input: text fed to stdin (``None``: no input).
     :param expected_output: when set, ``success`` also requires matching stdout (both sides stripped).
     :param sub_id: optional id; the gateway makes one when empty.
+    :param seed: Python only: replay the run's randomness (``random``, numpy, ``str`` hashing) with this
+        seed (0 to 2**32 - 1); ``None``: fresh randomness.  A seeded run starts a fresh interpreter.
     """
 
     solution: str
@@ -36,6 +38,7 @@ class Submission:
     input: str | None = None
     expected_output: str | None = None
     sub_id: str | None = None
+    seed: int | None = None
 
     def to_json(self) -> dict[str, Any]:
         """The JSON object sent on the wire (``None`` fields left out)."""
@@ -46,6 +49,8 @@ class Submission:
             body['expected_output'] = self.expected_output
         if self.sub_id:
             body['sub_id'] = self.sub_id
+        if self.seed is not None:
+            body['seed'] = self.seed
         return body
 
 

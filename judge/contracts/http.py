@@ -30,6 +30,14 @@ def _check_unicode(value: str | None) -> str | None:
     return value
 
 
+SEED_MAX = 2**32 - 1
+"""The largest `seed` (that of ``PYTHONHASHSEED``)."""
+SEED_DOC = (
+    "Python only: replay the run's randomness (random, numpy, generators seeded at import, str hashing); "
+    'absent: fresh randomness. Seeded runs start a fresh interpreter'
+)
+
+
 class Submission(BaseModel):
     """One piece of code to run, upstream's `Submission`."""
 
@@ -41,6 +49,7 @@ class Submission(BaseModel):
     solution: str
     input: str | None = None
     expected_output: str | None = None
+    seed: int | None = Field(default=None, ge=0, le=SEED_MAX, description=SEED_DOC)
 
     @field_validator('sub_id', 'solution', 'input', 'expected_output')
     @classmethod
@@ -62,8 +71,9 @@ class Submission(BaseModel):
         return self
 
     def payload(self) -> RunPayload:
-        """What a worker needs of this submission (every field but `options`)."""
-        return cast(RunPayload, self.model_dump(mode='json', exclude={'options'}))
+        """What a worker needs of this submission (every field but `options`; `seed` when set)."""
+        exclude = {'options'} if self.seed is not None else {'options', 'seed'}
+        return cast(RunPayload, self.model_dump(mode='json', exclude=exclude))
 
 
 class BatchSubmission(BaseModel):
@@ -169,6 +179,7 @@ class JudgeTestsRequest(BaseModel):
     solution: str
     tests: Annotated[list[TestCase], Field(min_length=1)]
     checker: str = Field('strip', description='exact | strip (upstream rule) | tokens | float:<tolerance>')
+    seed: int | None = Field(default=None, ge=0, le=SEED_MAX, description=SEED_DOC)
     stop_on_first_failure: bool = Field(
         False,
         description='report tests only up to the first failing one (every test is still judged, in parallel)',

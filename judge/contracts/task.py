@@ -49,6 +49,7 @@ class RunPayload(TypedDict):
     input: str | None
     expected_output: str | None
     checker: NotRequired[str]
+    seed: NotRequired[int]
 
 
 class Job(TypedDict):

@@ -144,8 +144,11 @@ class Executor:
 
     # ---- run ---------------------------------------------------------------------------------
 
-    def run(self, source: str, compiled: Compiled | None, stdin: bytes, limits: Limits) -> ExecResult:
-        """Run the program once with ``stdin``."""
+    def run(
+        self, source: str, compiled: Compiled | None, stdin: bytes, limits: Limits, seed: int | None = None
+    ) -> ExecResult:
+        """Run the program once with ``stdin``; ``seed`` (replayable randomness) only means something to
+        Python (`judge.executors.python`)."""
         limits = self.run_limits(limits)
         values = self.fields(source, limits.memory_mb)
         argv = self.argv(self.run_argv, self.run_env, values)

@@ -1,10 +1,27 @@
-"""Python: a warm interpreter forked per submission, or a fresh `python3 -I file.py`."""
+"""Python: a warm interpreter forked per submission, or a fresh `python3 -I file.py`.
+
+A submission with a ``seed`` always runs in a fresh interpreter started with ``PYTHONHASHSEED``
+and a start-up hook (`judge.sandbox.seedhook`) that seeds `random`, numpy and every generator a
+module seeds at import: replayable, in warm and fresh mode alike, at a fresh interpreter's cost.
+"""
 
 from __future__ import annotations
 
+import functools
+from pathlib import Path
+
 from judge.executors.base import Compiled, Executor
+from judge.sandbox import seedhook
 from judge.sandbox.client import ExecRequest, ExecResult
 from judge.sandbox.limits import Limits
+
+HOOK_NAME = 'sitecustomize.py'
+
+
+@functools.cache
+def hook_source() -> str:
+    """The seeded runs' start-up hook, as written into their work dir."""
+    return Path(seedhook.__file__).read_text(encoding='utf-8')
 
 
 class PythonExecutor(Executor):
@@ -14,6 +31,8 @@ class PythonExecutor(Executor):
     source_name = 'source.py'
     version_argv = ('python3', '--version')
     run_argv = ('python3', '-I', '{src}')
+    seeded_argv = ('python3', '-s', '{src}')
+    """Seeded runs: not isolated (``-I`` would ignore ``PYTHONHASHSEED``); the environment is the sandbox's."""
     as_extra_mb = 128
     oom_markers = ('MemoryError',)
 
@@ -22,10 +41,22 @@ class PythonExecutor(Executor):
             return self.toolchain.python
         return super().tool(name)
 
-    def run(self, source: str, compiled: Compiled | None, stdin: bytes, limits: Limits) -> ExecResult:
+    def run(
+        self, source: str, compiled: Compiled | None, stdin: bytes, limits: Limits, seed: int | None = None
+    ) -> ExecResult:
+        if seed is not None:
+            return self._run_seeded(source, stdin, limits, seed)
         if self.toolchain.python_mode != 'warm':
             return super().run(source, compiled, stdin, limits)
         request = ExecRequest(
             limits=self.run_limits(limits), python_source=source, python_filename=self.source_name, stdin=stdin
         )
         return self.execute(request)
+
+    def _run_seeded(self, source: str, stdin: bytes, limits: Limits, seed: int) -> ExecResult:
+        limits = self.run_limits(limits)
+        values = self.fields(source, limits.memory_mb)
+        env = {'PYTHONHASHSEED': str(seed), 'PYTHONPATH': '.'}
+        argv = self.argv(self.seeded_argv, env, values)
+        files = {values['src']: source, HOOK_NAME: hook_source()}
+        return self.execute(ExecRequest(limits=limits, argv=argv, files=files, stdin=stdin))

@@ -49,6 +49,8 @@ class ChildPrep:
         preload: list[str] | None = None,
         parent_procs: list[str] | None = None,
         server_pid: int = 0,
+        scientific: list[str] | None = None,
+        kind: str = 'lean',
     ) -> None:
         self.uid = uid
         self.gid = gid
@@ -64,11 +66,16 @@ class ChildPrep:
         """``cgroup.procs`` files the warm parent joins itself (the slot's CPU share); children inherit them."""
         self.server_pid = server_pid
         """The slot server, the warm parents' parent (they exit if it is gone)."""
+        self.scientific: list[str] = scientific or []
+        """Modules the *scientific* warm parent imports on top of `preload` before its warm-up."""
+        self.kind = kind
+        """The kind of warm parent this prep starts (`judge.sandbox.parents`): ``lean`` or ``scientific``."""
         self.cgroup_fds: list[int] = []
         """``cgroup_procs`` opened for writing by `confine_forker`, inherited by every child."""
 
-    def to_message(self) -> bytes:
-        """The prep as the server sends it to a freshly started warm parent (marshal: trusted both ways)."""
+    def to_message(self, kind: str = 'lean') -> bytes:
+        """The prep as the server sends it to a freshly started warm parent of ``kind`` (marshal: trusted
+        both ways)."""
         return marshal.dumps(
             {
                 'uid': self.uid,
@@ -80,6 +87,8 @@ class ChildPrep:
                 'preload': self.preload,
                 'parent_procs': self.parent_procs,
                 'server_pid': self.server_pid,
+                'scientific': self.scientific,
+                'kind': kind,
             }
         )
 
@@ -97,6 +106,8 @@ class ChildPrep:
             preload=got['preload'],
             parent_procs=got['parent_procs'],
             server_pid=got['server_pid'],
+            scientific=got['scientific'],
+            kind=got['kind'],
         )
 
 

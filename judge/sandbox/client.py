@@ -52,6 +52,9 @@ class ExecRequest:
     imports: dict[str, str] = field(default_factory=dict)
     exports: dict[str, str] = field(default_factory=dict)
     stdin: bytes = b''
+    parent: str | None = None
+    """Warm Python only: the warm parent to fork from, ``'lean'`` or ``'scientific'`` (for tests that
+    run a program through each); None (the default): the slot server chooses by the program's imports."""
 
 
 @dataclass
@@ -72,6 +75,8 @@ class ExecResult:
     stderr_bytes: int
     pids_exceeded: bool = False
     """The slot's pids limit refused the execution a process or thread (cgroup tiers only)."""
+    parent: str = ''
+    """The kind of warm parent that forked the execution's process (``lean`` or ``scientific``)."""
 
 
 @dataclass
@@ -197,7 +202,23 @@ class SlotClient:
             stdout_bytes=reply['stdout_bytes'],
             stderr_bytes=reply['stderr_bytes'],
             pids_exceeded=bool(reply.get('pids_exceeded')),
+            parent=str(reply.get('parent') or ''),
         )
+
+    def memory(self) -> dict[str, Any]:
+        """The slot's memory (`judge.sandbox.memory.slot_memory`); empty when the server cannot say."""
+        with self._lock:
+            proc = self._proc
+            if proc is None or proc.poll() is not None or proc.stdin is None:
+                return {}
+            try:
+                send_message(proc.stdin.fileno(), {'op': 'memory'})
+                reply = self._recv(proc, _REPLY_MARGIN_S)[0]
+            except (OSError, SlotLost):
+                self._discard()
+                return {}
+        memory = reply.get('memory')
+        return dict(memory) if isinstance(memory, dict) else {}
 
     def _exchange(self, request: ExecRequest) -> tuple[dict[str, Any], list[bytes]]:
         with self._lock:
@@ -214,6 +235,8 @@ class SlotClient:
                 'exports': request.exports,
                 'limits': request.limits.to_dict(),
             }
+            if request.parent is not None:
+                header['parent'] = request.parent
             try:
                 assert proc.stdin is not None
                 send_message(proc.stdin.fileno(), header, (request.stdin,))

@@ -108,6 +108,8 @@ class Jail:
         self.extra_read = [str(p) for p in config.get('read_paths') or []]
         self.hide = [str(p) for p in config.get('hide') or []]
         self.preload = [str(m) for m in config.get('preload') or []]
+        self.scientific = [str(m) for m in config.get('scientific') or []]
+        """What the scientific warm parent imports on top of `preload` (empty: no scientific parent)."""
         self.cpus = float(config.get('cpus', 1.0))
         """The slot's CPU quota in CPUs (0: a fair share of the CPUs, no quota)."""
         self.cpu_group = bool(config.get('cpu_group', True))
@@ -281,6 +283,7 @@ class Jail:
             seccomp_program=self.seccomp_program,
             env=self.child_env(),
             preload=self.preload,
+            scientific=self.scientific,
             parent_procs=self.cpu.procs_files if self.cpu is not None else [],
         )
 

@@ -6,9 +6,11 @@ observations predict little of others', each zygote serves a bounded number of e
 (``renew_execs``) for a bounded time (``renew_s``); then a fresh one, started in the background
 while the old one keeps serving, takes over, and the old one goes once its last child is reaped.
 
-Parents are grouped by *kind*: each kind is a lineage with its own zygote (one kind, ``python``,
-today: it serves warm Python and forks the other languages' children; a slot could hold several,
-e.g. a lean and a scientific interpreter).
+Parents are grouped by *kind*: each kind is a lineage with its own zygote.  ``lean`` imports the
+light preload list (`JUDGE_PYTHON_PRELOAD`), serves Python programs that import nothing heavy and
+forks the other languages' children; ``scientific`` also imports the scientific stack
+(`JUDGE_PYTHON_SCIENTIFIC_PRELOAD`: sympy and numpy by default) and runs a warm-up
+(`judge.sandbox.parentprep`).  Which one serves a program is the slot server's choice.
 """
 
 from __future__ import annotations
@@ -18,11 +20,14 @@ from collections.abc import Callable
 
 from judge.sandbox.execute import Spare
 from judge.sandbox.lazylog import get_logger
+from judge.sandbox.parentprep import SCIENTIFIC_NAMES, uses_scientific
 from judge.sandbox.zygote import Zygote, ZygoteLost
 
 logger = get_logger('judge.sandbox.parents')
 
-DEFAULT_KIND = 'python'
+DEFAULT_KIND = LEAN = 'lean'
+SCIENTIFIC = 'scientific'
+KINDS = (LEAN, SCIENTIFIC)
 RENEW_EXECS = 1000
 RENEW_S = 300.0
 START_TIMEOUT_S = 60.0
@@ -77,6 +82,20 @@ class Lineage:
             self.drop(current)
             raise
 
+    def start_background(self) -> None:
+        """Start this kind's first zygote without waiting for it (`ready` tells when it serves)."""
+        if self.current is None and self.standby is None and time.monotonic() >= self._retry_at:
+            try:
+                self.standby = self._start(self.kind)
+            except (OSError, ZygoteLost):
+                logger.exception('could not start a %s zygote', self.kind)
+                self._retry_at = time.monotonic() + RETRY_S
+
+    def ready(self) -> bool:
+        """Whether a zygote of this kind can fork now, without waiting for one to start."""
+        self._promote()
+        return self.current is not None
+
     def _wait_standby(self) -> None:
         standby = self.standby
         assert standby is not None
@@ -99,6 +118,7 @@ class Lineage:
             logger.error('a new %s zygote died while starting', self.kind)
             self.standby = None
             standby.close()
+            self._retry_at = time.monotonic() + RETRY_S
             return False
         if not standby.ready:
             return False
@@ -164,12 +184,42 @@ class WarmParents:
     """All lineages of a slot, by kind."""
 
     def __init__(
-        self, start: Callable[[str], Zygote], renew_execs: int = RENEW_EXECS, renew_s: float = RENEW_S
+        self,
+        start: Callable[[str], Zygote],
+        renew_execs: int = RENEW_EXECS,
+        renew_s: float = RENEW_S,
+        scientific: list[str] | None = None,
     ) -> None:
         self._start = start
         self.renew_execs = max(1, renew_execs)
         self.renew_s = max(1.0, renew_s)
         self.lineages: dict[str, Lineage] = {}
+        self.scientific_names = SCIENTIFIC_NAMES | {m.split('.')[0] for m in scientific} if scientific else frozenset()
+        """Words that send a program to the scientific parent (none: the slot has no scientific parent)."""
+
+    def choose(self, source: str | None, asked: object = None) -> tuple[str, bool]:
+        """The kind of parent a request needs, and whether exactly that one (``asked``: the request's
+        ``parent``; `ValueError` for one this slot does not have).
+
+        Warm Python goes to the scientific parent when it mentions a package that parent preloads or
+        that builds on them (`judge.sandbox.parentprep.uses_scientific`), else to the lean one.  A
+        scientific parent is started by the first program that needs it, in the background: until it
+        is ready, such programs go to the lean parent (and import what they need themselves).
+        Anything else (an ``argv``) is forked by the lean parent.
+        """
+        if asked is not None:
+            if asked not in KINDS:
+                raise ValueError(f'unknown parent {asked!r}; choose one of {", ".join(KINDS)}')
+            if asked == SCIENTIFIC and not self.scientific_names:
+                raise ValueError('this slot has no scientific parent (JUDGE_PYTHON_SCIENTIFIC_PRELOAD is empty)')
+            return str(asked), True
+        if source is None or not self.scientific_names or not uses_scientific(source, self.scientific_names):
+            return LEAN, False
+        lineage = self.lineage(SCIENTIFIC)
+        if lineage.ready():
+            return SCIENTIFIC, False
+        lineage.start_background()
+        return LEAN, False
 
     def lineage(self, kind: str = DEFAULT_KIND) -> Lineage:
         """The lineage of ``kind`` (created on first use)."""

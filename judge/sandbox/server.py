@@ -35,7 +35,8 @@ from judge.sandbox.execute import ExecOutcome, Spare, execute, kill_process, kil
 from judge.sandbox.jail import Jail
 from judge.sandbox.lazylog import get_logger
 from judge.sandbox.limits import Limits, rlimits
-from judge.sandbox.parents import DEFAULT_KIND, RENEW_EXECS, RENEW_S, WarmParents
+from judge.sandbox.memory import slot_memory
+from judge.sandbox.parents import LEAN, RENEW_EXECS, RENEW_S, SCIENTIFIC, WarmParents
 from judge.sandbox.protocol import ProtocolError, recv_message, send_message
 from judge.sandbox.workdir import done_path, export_files, give_to, make_done_fifo, write_files
 from judge.sandbox.zygote import Zygote, ZygoteLost, spawn_zygote
@@ -64,10 +65,15 @@ class SlotServer:
             namespaces.set_child_subreaper(True)
         self.counter = 0
         self.spare: Spare | None = None
+        self.spare_kind = LEAN
+        """The kind of warm parent that forked `spare`."""
+        self.next_kind = LEAN
+        """The kind of the next spare: that of the last Python program (`refill`)."""
         self.parents = WarmParents(
             self._start_zygote,
             int(config.get('renew_execs', RENEW_EXECS)),
             float(config.get('renew_s', RENEW_S)),
+            self.prep.scientific,
         )
         self._leftover: str | None = None
         """The last execution's work dir, until `finish` has removed it."""
@@ -77,17 +83,19 @@ class SlotServer:
     def _start_zygote(self, kind: str) -> Zygote:
         return spawn_zygote(self.prep, self.package_fd, kind)
 
-    def _fork_spare(self) -> Spare:
-        lineage = self.parents.lineage(DEFAULT_KIND)
+    def _fork_spare(self, kind: str = LEAN) -> Spare:
+        lineage = self.parents.lineage(kind)
         for attempt in (0, 1):
             workdir = self._workdir()
             try:
-                return lineage.spare(workdir)
+                spare = lineage.spare(workdir)
+                self.spare_kind = kind
+                return spare
             except ZygoteLost:  # the lineage dropped the dead zygote: the next try starts a new one
                 remove_tree(workdir)
                 if attempt:
                     raise
-                logger.error('a zygote died; starting a new one')
+                logger.error('a %s zygote died; starting a new one', kind)
         raise AssertionError('unreachable')
 
     def _workdir(self) -> str:
@@ -101,13 +109,18 @@ class SlotServer:
         give_to(self.jail, path)
         return path
 
-    def _take_spare(self) -> Spare:
+    def _take_spare(self, kind: str = LEAN, exact: bool = False) -> Spare:
+        """The waiting spare if it suits ``kind`` (a scientific spare also serves what a lean one
+        would, unless ``exact`` or ``RLIMIT_AS`` bounds memory: its address space is larger), else a
+        new one of ``kind``."""
         spare, self.spare = self.spare, None
-        if spare is not None and spare.alive():
+        larger = not exact and self.spare_kind == SCIENTIFIC and self.jail.cgroup is not None
+        suits = self.spare_kind == kind or larger
+        if spare is not None and suits and spare.alive():
             return spare
         if spare is not None:
             self._discard(spare)
-        return self._fork_spare()
+        return self._fork_spare(kind)
 
     def _discard(self, spare: Spare) -> None:
         try:
@@ -117,20 +130,28 @@ class SlotServer:
         remove_tree(spare.workdir)
 
     def refill(self) -> None:
-        """Fork the next execution's child ahead of its request (off the critical path)."""
+        """Fork the next execution's child ahead of its request (off the critical path), from the
+        parent the last Python program needed (while it is ready)."""
         if self.spare is None:
-            self.spare = self._fork_spare()
+            kind = self.next_kind if self.parents.lineage(self.next_kind).ready() else LEAN
+            self.spare = self._fork_spare(kind)
 
     def handle(self, header: dict[str, Any], blobs: list[bytes]) -> tuple[dict[str, Any], tuple[bytes, ...]]:
         """Run one request and build the reply."""
         op = header.get('op')
         if op == 'ping':
             return {'ok': True, 'tier': self.jail.tier, 'detail': self.jail.detail, 'pid': os.getpid()}, ()
+        if op == 'memory':
+            return {'ok': True, 'memory': slot_memory(self.parents, self.spare)}, ()
         if op != 'exec':
             return {'ok': False, 'error': f'unknown op {op!r}'}, ()
         self.finish()
         limits = self.jail.effective_limits(Limits.from_dict(header.get('limits') or {}))
-        spare = self._take_spare()
+        kind, exact = self.parents.choose(header.get('python_source'), header.get('parent'))
+        spare = self._take_spare(kind, exact)
+        used = self.spare_kind
+        if header.get('python_source') is not None:
+            self.next_kind = kind
         workdir = spare.workdir
         started = done = False
         try:
@@ -162,7 +183,7 @@ class SlotServer:
                 self.jail.forget_counts()
                 self._kill_all(0)
                 self.finish()
-        return _reply(outcome), (bytes(outcome.stdout), bytes(outcome.stderr))
+        return _reply(outcome) | {'parent': used}, (bytes(outcome.stdout), bytes(outcome.stderr))
 
     def finish(self) -> None:
         """Kill, reap and remove what the last execution left, off the reply's path.
@@ -221,11 +242,14 @@ class SlotServer:
 
     def maintain(self) -> None:
         """Renew warm parents when due; a spare of a replaced parent is replaced too (off the critical path)."""
-        lineage = self.parents.lineage(DEFAULT_KIND)
-        if lineage.maintain() and self.spare is not None and self.spare.parent != getattr(lineage.current, 'pid', 0):
-            spare, self.spare = self.spare, None
-            self._discard(spare)
-            lineage.close_drained()
+        for kind, lineage in list(self.parents.lineages.items()):
+            promoted = lineage.maintain()
+            spare = self.spare
+            current = getattr(lineage.current, 'pid', 0)
+            if promoted and spare is not None and self.spare_kind == kind and spare.parent != current:
+                self.spare = None
+                self._discard(spare)
+                lineage.close_drained()
 
     def _wait_for_request(self, rfd: int) -> bool:
         """Wait for the next request, renewing warm parents meanwhile; True when one is waiting."""

@@ -130,18 +130,27 @@ def _preload(modules: list[str]) -> None:
         try:
             __import__(name)
         except Exception as exc:  # a module this interpreter lacks: programs importing it fail as usual
-            try:
-                os.write(2, f'judge.sandbox.warm: could not preload {name!r}: {type(exc).__name__}: {exc}\n'.encode())
-            except OSError:
-                pass
+            _say(f'could not preload {name!r}: {type(exc).__name__}: {exc}')
+
+
+def _say(text: str) -> None:
+    try:
+        os.write(2, f'judge.sandbox.warm: {text}\n'.encode())
+    except OSError:
+        pass
 
 
 _main: types.ModuleType | None = None
 """The children's ``__main__`` module, made once by `prepare_interpreter` (each child gets its own copy)."""
+_random_states: list[Any] = []
+"""Generators seeded when their module was imported in the parent, which each child reseeds."""
 
 
-def prepare_interpreter(env: dict[str, str], preload: list[str] | None = None, frames_below: int = 0) -> None:
+def prepare_interpreter(
+    env: dict[str, str], preload: list[str] | None = None, frames_below: int = 0, warm_up: bool = False
+) -> None:
     """Once, in the process the children are forked from: their environment, module path,
+    preloaded modules (and with ``warm_up``, the scientific warm-up: `judge.sandbox.parentprep`),
     standard streams, recursion budget and ``__main__`` module.
 
     ``frames_below`` is the depth of the children's stacks where `run_python` runs, its own frame
@@ -160,6 +169,16 @@ def prepare_interpreter(env: dict[str, str], preload: list[str] | None = None, f
     here = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
     sys.path[:] = [p for p in sys.path if p and p != here]
     _preload(preload or [])
+    from judge.sandbox import parentprep  # used here only: no child can reach it
+
+    if warm_up:
+        for statement in parentprep.warm_up():
+            _say(f'warm-up statement failed: {statement!r}')
+    _random_states[:] = parentprep.find_random_states()
+    if warm_up:
+        parentprep.collapse_huge_pages()
+    vars(sys.modules['judge.sandbox']).pop('parentprep', None)
+    del parentprep
     stdin = os.memfd_create('stdin', 0)
     os.dup2(stdin, 0)
     os.close(stdin)
@@ -199,11 +218,17 @@ def _report_done(done_path: str, status: int) -> None:
 
 def _reseed() -> None:
     """Random states a fork would otherwise share with every sibling: `random` reseeds itself after
-    ``fork``; numpy's global generator (when a warm parent preloads numpy) does not."""
-    numpy_random = sys.modules.get('numpy.random')
-    if numpy_random is not None:
+    ``fork``; the generators the parent found (`_random_states`: sympy's, numpy's global one...) are
+    reseeded here from fresh entropy, as their modules' import would have in a fresh interpreter."""
+    for state in _random_states:
         try:
-            numpy_random.seed()
+            state.seed()
+        except Exception:
+            pass
+    symbol = sys.modules.get('sympy.core.symbol')
+    if symbol is not None:  # the parent imported sympy: redraw what it drew from `Dummy._prng` then
+        try:
+            symbol.Dummy._base_dummy_index = symbol.Dummy._prng.randint(10**6, 9 * 10**6)
         except Exception:
             pass
 

@@ -49,7 +49,7 @@ def _high(fd: int) -> int:
 class Zygote:
     """The server's handle on one zygote."""
 
-    def __init__(self, pid: int, sock: socket.socket, kind: str = 'python') -> None:
+    def __init__(self, pid: int, sock: socket.socket, kind: str = 'lean') -> None:
         self.pid = pid
         self.pidfd = os.pidfd_open(pid)
         self.sock = sock
@@ -157,7 +157,7 @@ class Zygote:
         os.close(self.pidfd)
 
 
-def spawn_zygote(prep: ChildPrep, package_fd: int, kind: str = 'python') -> Zygote:
+def spawn_zygote(prep: ChildPrep, package_fd: int, kind: str = 'lean') -> Zygote:
     """Start a fresh zygote process; it is ready after `Zygote.wait_ready` (or once `Zygote.ready`).
 
     ``package_fd`` is an ``O_PATH`` descriptor of the directory that holds the `judge` package.
@@ -179,7 +179,7 @@ def spawn_zygote(prep: ChildPrep, package_fd: int, kind: str = 'python') -> Zygo
             os.close(fd)
     zygote = Zygote(pid, ours, kind)
     try:
-        ours.send(prep.to_message())
+        ours.send(prep.to_message(kind))
     except OSError as e:
         zygote.close()
         raise ZygoteLost(f'the new zygote went away: {e}') from e

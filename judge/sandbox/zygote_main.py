@@ -77,7 +77,9 @@ def _become_zygote(prep_message: bytes) -> ChildPrep:
         os._exit(0)
     namespaces.set_child_subreaper(True)
     # once for all children, whose `run_python` runs one frame deeper: BOOT → serve → run_spare → run_python
-    prepare_interpreter(prep.env, prep.preload, frames_below=stack_depth() + 1)
+    scientific = prep.kind == 'scientific'
+    preload = prep.preload + (prep.scientific if scientific else [])
+    prepare_interpreter(prep.env, preload, frames_below=stack_depth() + 1, warm_up=scientific)
     _forget_the_judge()
     os.close(PACKAGE_FD)
     sys.orig_argv[:] = [sys.executable]

@@ -85,6 +85,11 @@ class KeySpace:
         """ZSET: gateway process -> end of its lease (epoch seconds, Redis's clock)."""
         return f'{self.prefix}gateways'
 
+    @property
+    def slots(self) -> str:
+        """Hash: ``<node>/<slot>`` -> JSON of that sandbox slot's information (its memory)."""
+        return f'{self.prefix}slots'
+
     def reply(self, request_id: str) -> str:
         """The reply list of one request."""
         return f'{self.prefix}reply:{request_id}'

@@ -110,3 +110,12 @@ class Shard:
     def publish_node_info(self, node: str, info: dict[str, Any]) -> None:
         """Record ``info`` (JSON-able) as node ``node``'s, for `/status`."""
         self.client.hset(self.keys.nodes, node, json.dumps(info))
+
+    async def slot_infos(self) -> dict[str, dict[str, Any]]:
+        """What each sandbox slot published about itself (`publish_slot_info`), by ``<node>/<slot>``."""
+        raw = await self.aclient.hgetall(self.keys.slots)
+        return {(k.decode() if isinstance(k, bytes) else str(k)): json.loads(v) for k, v in raw.items()}
+
+    def publish_slot_info(self, node: str, slot: int, info: dict[str, Any]) -> None:
+        """Record ``info`` (JSON-able) as slot ``slot`` of node ``node``'s, for `/status`."""
+        self.client.hset(self.keys.slots, f'{node}/{slot}', json.dumps(info))

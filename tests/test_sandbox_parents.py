@@ -1,0 +1,158 @@
+"""Warm parents by kind (lean, scientific), fresh random state in every child, seeded runs.
+
+Through a real slot server (no Celery): the scientific parent imports sympy and numpy and runs its
+warm-up; a program is sent to it by the words it uses, or by the request's ``parent``.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+from collections.abc import Iterator
+
+import pytest
+
+from judge.contracts import Submission
+from judge.executors.base import Toolchain
+from judge.executors.python import PythonExecutor
+from judge.sandbox.client import ExecRequest, SandboxError, SlotClient, SlotConfig
+from judge.sandbox.limits import Limits
+from judge.sandbox.parentprep import SCIENTIFIC_NAMES, uses_scientific
+from judge.sandbox.slots import claim_slot
+from judge.settings import DEFAULT_PYTHON_PRELOAD, DEFAULT_SCIENTIFIC_PRELOAD, Settings
+
+PYTHON = Settings().python_executor_path
+LIMITS = Limits(time_s=60, memory_mb=512)
+
+RANDOMS = """\
+import json, random
+import numpy as np, sympy
+from sympy.core import random as sympy_random
+print(json.dumps([random.random(), np.random.rand(), np.random.default_rng().random(),
+                  np.random.RandomState().rand(), sympy_random.rng.random(),
+                  sympy_random._assumptions_rng.random(), sympy.Dummy().dummy_index,
+                  float(sympy.randprime(10**6, 10**7))]))
+"""
+COLUMNS = ['random', 'np.random', 'default_rng', 'RandomState()', 'sympy rng', 'assumptions rng', 'Dummy', 'randprime']
+
+
+@pytest.fixture(scope='module')
+def slot() -> Iterator[SlotClient]:
+    index, lock_fd = claim_slot()
+    client = SlotClient(
+        SlotConfig(
+            slot=index,
+            python=PYTHON,
+            work_root=f'/tmp/judge-test-parents-{os.getpid()}',
+            allow_unsafe=os.getuid() != 0,
+            extra={
+                'preload': DEFAULT_PYTHON_PRELOAD.split(','),
+                'scientific': DEFAULT_SCIENTIFIC_PRELOAD.split(','),
+                'pids': 64,
+            },
+        )
+    )
+    client.ensure_started()
+    yield client
+    client.close()
+    os.close(lock_fd)
+
+
+def run(slot: SlotClient, source: str, parent: str | None = None) -> tuple[str, str]:
+    """The parent that ran ``source`` and its stdout (the program must succeed)."""
+    r = slot.run(ExecRequest(limits=LIMITS, python_source=source, parent=parent))
+    assert r.exit_code == 0, r.stderr.decode(errors='replace')
+    return r.parent, r.stdout.decode()
+
+
+def test_the_scan_picks_scientific_for_the_stack_and_lean_otherwise() -> None:
+    names = SCIENTIFIC_NAMES
+    assert uses_scientific('import sympy as sp', names) and uses_scientific('from numpy.linalg import det', names)
+    assert uses_scientific('import os, scipy.special', names) and uses_scientific("__import__('mpmath')", names)
+    assert not uses_scientific('import itertools\nprint(1)', names)
+    assert not uses_scientific('import numpyish\nmy_sympy = 1', names), 'whole words only'
+
+
+def test_each_parent_serves_what_it_is_asked_and_the_scan_chooses_by_default(slot: SlotClient) -> None:
+    assert run(slot, RANDOMS, 'scientific')[0] == 'scientific'  # waits for the scientific parent to start
+    assert run(slot, RANDOMS, 'lean')[0] == 'lean'
+    assert run(slot, 'import sympy\nprint(sympy.factorint(12))') == ('scientific', '{2: 2, 3: 1}\n')
+    assert run(slot, 'print(sum(range(10)))', 'lean') == ('lean', '45\n')
+    assert run(slot, 'print(sum(range(10)))')[1] == '45\n'
+    with pytest.raises(SandboxError, match='unknown parent'):
+        slot.run(ExecRequest(limits=LIMITS, python_source='print(1)', parent='huge'))
+    assert run(slot, 'print(2)')[1] == '2\n', 'the slot serves on after a refused request'
+
+
+@pytest.mark.parametrize('parent', ['scientific', 'lean', None])
+def test_no_random_value_repeats_across_submissions(slot: SlotClient, parent: str | None) -> None:
+    rows = [json.loads(run(slot, RANDOMS, parent)[1]) for _ in range(4)]
+    for i, name in enumerate(COLUMNS):
+        values = [row[i] for row in rows]
+        assert len(set(values)) == len(values), f'{name} repeats across submissions: {values}'
+
+
+def test_the_scientific_warm_up_leaves_what_a_fresh_import_shows(slot: SlotClient) -> None:
+    probe = (
+        'import json, sys, warnings, sympy, numpy\n'
+        'regs = sorted(n for n, m in list(sys.modules.items()) if getattr(m, "__warningregistry__", None))\n'
+        'print(json.dumps([sympy.Dummy().dummy_index - sympy.Dummy._base_dummy_index,'
+        ' repr(warnings.filters), regs, numpy.get_printoptions()["precision"]]))'
+    )
+    warm = json.loads(run(slot, probe, 'scientific')[1])
+    fresh = subprocess.run([PYTHON, '-I', '-c', probe], capture_output=True, text=True, check=True, env={})
+    assert warm == json.loads(fresh.stdout)
+
+
+SEEDED = """\
+import random, numpy as np, sympy
+from sympy.core import random as sympy_random
+print(random.random(), np.random.rand(), np.random.default_rng().integers(10**9), np.random.RandomState().rand(),
+      sympy_random.rng.random(), sympy.Dummy().dummy_index, hash('judge'), list({'a', 'b', 'c', 'd', 'e'}))
+"""
+
+
+def test_a_seed_replays_random_numpy_sympy_and_str_hashing_in_warm_and_fresh_mode(slot: SlotClient) -> None:
+    out: dict[tuple[str, int | None], list[str]] = {}
+    for mode in ('warm', 'fresh'):
+        executor = PythonExecutor(Toolchain(python=PYTHON, cxx='g++', python_mode=mode), slot)
+        for seed in (7, 7, 8, None, None):
+            r = executor.run(SEEDED, None, b'', LIMITS, seed)
+            assert r.exit_code == 0, r.stderr.decode(errors='replace')
+            out.setdefault((mode, seed), []).append(r.stdout.decode())
+    assert len(set(out['warm', 7] + out['fresh', 7])) == 1
+    assert out['warm', 8] == out['fresh', 8] and out['warm', 8][0] != out['warm', 7][0]
+    unseeded = out['warm', None] + out['fresh', None]
+    assert len(set(unseeded)) == len(unseeded), 'without a seed, every run has fresh randomness'
+
+
+def test_a_seeded_run_looks_like_an_unseeded_one(slot: SlotClient) -> None:
+    executor = PythonExecutor(Toolchain(python=PYTHON, cxx='g++', python_mode='warm'), slot)
+    probe = 'import os, sys\nprint(os.listdir("."), "PYTHONPATH" in os.environ, os.environ["PYTHONHASHSEED"])'
+    r = executor.run(probe, None, b'', LIMITS, 3)
+    assert r.stdout.decode().split('\n')[0] == "['source.py'] False 3", r.stderr
+
+
+def test_the_seed_is_optional_and_bounded_in_the_api() -> None:
+    assert 'seed' not in Submission(type='python', solution='print(1)').payload()
+    assert Submission(type='python', solution='print(1)', seed=5).payload()['seed'] == 5
+    for bad in (-1, 2**32, 'x'):
+        with pytest.raises(ValueError):
+            Submission(type='python', solution='print(1)', seed=bad)
+
+
+def test_one_blas_thread_in_the_scientific_parent_whose_numpy_is_preloaded(slot: SlotClient) -> None:
+    source = (
+        'import os, numpy as np\na = np.random.rand(300, 300)\nfor _ in range(5):\n    a = a @ a / 300\n'
+        'print(len(os.listdir("/proc/self/task")), os.environ["OPENBLAS_NUM_THREADS"])'
+    )
+    assert run(slot, source, 'scientific') == ('scientific', '1 1\n')
+
+
+def test_the_slot_reports_the_memory_of_its_parents(slot: SlotClient) -> None:
+    run(slot, 'import sympy\nprint(1)', 'scientific')
+    memory = slot.memory()
+    parents = memory['parents_pss_kb']
+    assert set(parents) == {'lean', 'scientific'} and parents['scientific'] > 20 * 1024, memory
+    assert memory['total_pss_kb'] >= memory['server_pss_kb'] + sum(parents.values())
