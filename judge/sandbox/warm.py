@@ -40,8 +40,13 @@ def _raw(fd: int, mode: str, name: str) -> io.FileIO:
 
 
 def _fresh_streams() -> None:
-    sys.stdin = io.TextIOWrapper(io.BufferedReader(_raw(0, 'rb', '<stdin>')), encoding='utf-8')
-    sys.stdout = io.TextIOWrapper(io.BufferedWriter(_raw(1, 'wb', '<stdout>')), encoding='utf-8', errors='strict')
+    # As python3 under the C.UTF-8 locale: undecodable bytes in and out are surrogate-escaped.
+    sys.stdin = io.TextIOWrapper(
+        io.BufferedReader(_raw(0, 'rb', '<stdin>')), encoding='utf-8', errors='surrogateescape'
+    )
+    sys.stdout = io.TextIOWrapper(
+        io.BufferedWriter(_raw(1, 'wb', '<stdout>')), encoding='utf-8', errors='surrogateescape'
+    )
     sys.stderr = io.TextIOWrapper(
         io.BufferedWriter(_raw(2, 'wb', '<stderr>')),
         encoding='utf-8',
@@ -254,7 +259,8 @@ def run_python(source: str | None, filename: str, workdir: str, done_path: str |
     sys.modules['__main__'] = main
     status = 0
     try:
-        code = compile(source or '', main.__file__, 'exec')
+        # dont_inherit: this module's `from __future__` imports must not reach the program's code.
+        code = compile(source or '', main.__file__, 'exec', dont_inherit=True)
         exec(code, main.__dict__)
     except SystemExit as exc:
         status = _exit_code(exc)

@@ -34,15 +34,6 @@ KNOWN_GAPS: dict[str, tuple[str, frozenset[str] | None]] = {
         '(1000 frames deep instead of 995)',
         ALL_WARM,
     ),
-    'contexts.interpreter_settings': (
-        "warm stdin/stdout use errors='strict'; python3 under the C.UTF-8 locale uses 'surrogateescape'",
-        ALL_WARM,
-    ),
-    'process.surrogate_output': (
-        "warm stdin/stdout use errors='strict': undecodable input raises UnicodeDecodeError instead of "
-        'reading surrogates, and printing them fails',
-        ALL_WARM,
-    ),
     'process.orig_argv_and_flags': (
         "warm sys.orig_argv lacks '-I', and sys.flags.dont_write_bytecode is 1 (the warm parent's own flag)",
         ALL_WARM,
@@ -50,16 +41,6 @@ KNOWN_GAPS: dict[str, tuple[str, frozenset[str] | None]] = {
     'process.main_module_namespace': (
         'the warm __main__ lacks __annotations__ and __cached__, its __loader__ is None (python3: '
         "SourceFileLoader) and its __builtins__ is the builtins' dict (python3: the module)",
-        ALL_WARM,
-    ),
-    'process.module_docstring_and_annotations': (
-        'warm source is compiled with the flags of judge.sandbox.warm, which has `from __future__ import '
-        'annotations`: module annotations become strings',
-        ALL_WARM,
-    ),
-    'process.annotations_evaluated': (
-        "warm source inherits judge.sandbox.warm's `from __future__ import annotations`: function and "
-        'dataclass annotations are strings',
         ALL_WARM,
     ),
     'process.sys_path': (

@@ -1,8 +1,9 @@
 """Issue 16, "Faithful": a random value never repeats across submissions on one warm slot.
 
 Each case prints one value that a fresh ``python3`` draws anew in every run; it runs `DRAWS` times on
-the same slot and parent, and every value must differ.  `RESEEDING` and `SHARED_HASH_SECRET` mark,
-strictly, the cases that repeat today (see their reasons).
+the same slot and parent, and every value must differ.  `SHARED_HASH_SECRET` marks, strictly, the one
+case that repeats by design (``str`` hashes: a warm parent's secret is set when it starts; parents are
+renewed to bound how many executions share one, docs/attacks.md).
 """
 
 from __future__ import annotations
@@ -27,14 +28,6 @@ CASES: dict[str, str] = {
     'hash(str)': 'print(hash("a string"))',
 }
 
-RESEEDING: dict[tuple[str, str], str] = {
-    (case, WARM_SCIENTIFIC.name): reason
-    for case, reason in {
-        'sympy.randprime': "sympy.core.random's generator is seeded once, when the warm parent imports sympy",
-        'sympy.Dummy.dummy_index': 'Dummy._base_dummy_index is drawn once, when the warm parent imports sympy',
-    }.items()
-}
-"""Random state a warm parent seeds at import and its children inherit: fixed by reseeding after fork."""
 
 SHARED_HASH_SECRET = (
     'every fork of one warm parent shares its str hash secret, set when that interpreter started '
@@ -46,9 +39,7 @@ def _params() -> list[object]:
     params: list[object] = []
     for config in warm_configs():
         for case in CASES:
-            reason = RESEEDING.get((case, config.name))
-            if case == 'hash(str)':
-                reason = SHARED_HASH_SECRET
+            reason = SHARED_HASH_SECRET if case == 'hash(str)' else None
             marks = [pytest.mark.xfail(strict=True, reason=reason)] if reason else []
             params.append(pytest.param(config, case, id=f'{config.name}:{case}', marks=marks))
     return params
