@@ -1,8 +1,9 @@
 """Fixtures: a session-wide real stack (redis-server + prefork worker + uvicorn gateway).
 
-The end-to-end modules in `BOTH_PATHS` run on both transport paths (``JUDGE_TRANSPORT=fast`` and
-``stock``, `judge.transport`): their tests are parametrized by the session fixture `transport`, so
-pytest runs each module's tests on one stack per path.  Every other test runs on the fast path.
+The end-to-end modules in `BOTH_PATHS` run on the transport paths ``JUDGE_TEST_PATHS`` names
+(``fast`` by default, as in `make test`; ``stock`` in `make test-stock`; ``fast,stock`` for both):
+their tests are parametrized by the session fixture `transport`, so pytest runs each module's tests
+on one stack per path.  Every other test runs on the fast path.
 """
 
 from __future__ import annotations
@@ -19,8 +20,8 @@ from tests.services import RUNTIME_MODULES, Service, ensure_runtime, start_gatew
 
 TIME_LIMIT_S = 4  # rStar2-Agent's MAX_EXECUTION_TIME
 BOTH_PATHS = frozenset({'test_api', 'test_faults', 'test_attacks', 'test_judge_tests', 'test_tracing'})
-PATHS = tuple(p.strip() for p in os.environ.get('JUDGE_TEST_PATHS', 'fast,stock').split(',') if p.strip())
-"""The paths `BOTH_PATHS` modules run on (``JUDGE_TEST_PATHS``; `make test-stock` runs the stock path alone)."""
+PATHS = tuple(p.strip() for p in os.environ.get('JUDGE_TEST_PATHS', 'fast').split(',') if p.strip())
+"""The paths `BOTH_PATHS` modules run on (``JUDGE_TEST_PATHS``)."""
 
 
 def pytest_generate_tests(metafunc: pytest.Metafunc) -> None:
