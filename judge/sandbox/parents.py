@@ -204,8 +204,9 @@ class WarmParents:
         Warm Python goes to the scientific parent when it mentions a package that parent preloads or
         that builds on them (`judge.sandbox.parentprep.uses_scientific`), else to the lean one.  A
         scientific parent is started by the first program that needs it, in the background: until it
-        is ready, such programs go to the lean parent (and import what they need themselves).
-        Anything else (an ``argv``) is forked by the lean parent.
+        is ready, such programs go to the lean parent (and import what they need themselves).  Other
+        warm Python needs exactly the lean parent (a scientific child would show the program its
+        modules and warning filters); anything else (an ``argv``, which execs) may use either.
         """
         if asked is not None:
             if asked not in KINDS:
@@ -213,8 +214,10 @@ class WarmParents:
             if asked == SCIENTIFIC and not self.scientific_names:
                 raise ValueError('this slot has no scientific parent (JUDGE_PYTHON_SCIENTIFIC_PRELOAD is empty)')
             return str(asked), True
-        if source is None or not self.scientific_names or not uses_scientific(source, self.scientific_names):
+        if source is None:
             return LEAN, False
+        if not self.scientific_names or not uses_scientific(source, self.scientific_names):
+            return LEAN, True
         lineage = self.lineage(SCIENTIFIC)
         if lineage.ready():
             return SCIENTIFIC, False

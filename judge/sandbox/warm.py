@@ -21,12 +21,15 @@ from __future__ import annotations
 # Imported here, once, in the zygote: `atexit` is not loaded at start-up, and importing it in each
 # child ran the import machinery there (about 60 page faults, 0.3 ms of CPU per execution).
 import atexit
+import builtins
 import io
 import os
 import resource
+import signal
 import struct
 import sys
 import types
+from importlib.machinery import SourceFileLoader
 from typing import Any, NoReturn
 
 DONE_RECORD = struct.Struct('>idq')
@@ -196,7 +199,19 @@ def prepare_interpreter(
     _hide_frames(frames_below + 1)
     global _main
     _main = types.ModuleType('__main__')
-    _main.__builtins__ = __builtins__  # type: ignore[attr-defined]
+    # What a fresh interpreter's __main__ holds besides __name__, __doc__, __package__, __spec__.
+    _main.__builtins__ = builtins  # type: ignore[attr-defined]
+    _main.__annotations__ = {}
+    _main.__cached__ = None  # type: ignore[attr-defined]
+
+
+def _clear_main(main: types.ModuleType) -> None:
+    """Clear ``__main__``'s globals as interpreter finalisation does (names starting with one
+    underscore first, then the rest, ``__builtins__`` kept), so that ``__del__`` of objects only
+    the program's globals hold runs before the end, as under ``python3 file.py``."""
+    names = [n for n in list(main.__dict__) if n != '__builtins__']
+    for name in sorted(names, key=lambda n: not (n.startswith('_') and not n.startswith('__'))):
+        main.__dict__[name] = None
 
 
 def _report_done(done_path: str, status: int) -> None:
@@ -249,15 +264,17 @@ def run_python(source: str | None, filename: str, workdir: str, done_path: str |
     main_pid = os.getpid()
     os.environ['HOME'] = os.environ['TMPDIR'] = workdir
     sys.argv = [filename]
-    sys.orig_argv = [sys.executable, filename]
+    sys.orig_argv = [sys.executable, '-I', filename]  # the fresh mode's command line
     _reseed()
     cwd = os.getcwd()  # ``workdir`` with any symlink resolved, as a fresh interpreter sees it
-    sys.path.insert(0, cwd)
+    # Nothing is put before sys.path: under ``python3 -I`` the script's directory is not on it.
     assert _main is not None, 'prepare_interpreter() must run first'
     main = _main
     main.__file__ = os.path.join(cwd, filename)
+    main.__loader__ = SourceFileLoader('__main__', main.__file__)
     sys.modules['__main__'] = main
     status = 0
+    interrupted = False
     try:
         # dont_inherit: this module's `from __future__` imports must not reach the program's code.
         code = compile(source or '', main.__file__, 'exec', dont_inherit=True)
@@ -270,14 +287,19 @@ def run_python(source: str | None, filename: str, workdir: str, done_path: str |
             value.__traceback__ = tb.tb_next  # hide this module's frame, as `python file.py` would
         sys.excepthook(etype, value, value.__traceback__ if value is not None else None)  # type: ignore[arg-type]
         status = 1
+        interrupted = isinstance(value, KeyboardInterrupt)
     try:
         _shutdown()
+        _clear_main(main)
     except SystemExit as exc:
         status = _exit_code(exc)
     except BaseException:
         sys.excepthook(*sys.exc_info())
     flush_status = _flush()  # always: output must go out whatever the status
     status = status or flush_status
+    if interrupted:  # python3 then ends itself with the signal: no record, the server sees it
+        signal.signal(signal.SIGINT, signal.SIG_DFL)
+        os.kill(os.getpid(), signal.SIGINT)
     if done_path is not None and os.getpid() == main_pid:
         _report_done(done_path, status)
     os._exit(status)

@@ -170,7 +170,9 @@ def spawn_zygote(prep: ChildPrep, package_fd: int, kind: str = 'lean') -> Zygote
     try:
         pid = os.posix_spawn(
             sys.executable,
-            [sys.executable, '-I', '-B', '-c', BOOT],
+            # No -B: its children's sys.flags are the fresh mode's (``python3 -I``); the read-only
+            # root keeps any bytecode write from landing.
+            [sys.executable, '-I', '-c', BOOT],
             _ZYGOTE_ENV,
             file_actions=[(os.POSIX_SPAWN_DUP2, fd, target) for fd, target in inherited],
         )

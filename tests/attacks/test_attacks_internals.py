@@ -136,7 +136,7 @@ def test_python_sees_only_its_own_world_and_the_warm_parent(stack: Stack, gatewa
         assert got['procs'] == [got['me']], got['procs']  # /proc shows only the program's own processes
         assert got['cmdline_1'] == 'ENOENT' and got['parent_cmdline'] == 'ENOENT', got
         assert got['parent_maps'] == 'ENOENT', got
-        assert got['orig_argv'][1:] == ['source.py'] and got['argv'] == ['source.py'], got
+        assert got['orig_argv'][1:] == ['-I', 'source.py'] and got['argv'] == ['source.py'], got  # as fresh mode's
 
 
 def test_c_and_bash_see_only_their_own_processes(gateway_url: str, health: SlotHealth) -> None:

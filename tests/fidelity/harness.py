@@ -33,6 +33,8 @@ DEFAULT_PRELOAD = [m for m in DEFAULT_PYTHON_PRELOAD.split(',') if m]
 SCIENTIFIC_PRELOAD = [*DEFAULT_PRELOAD, 'sympy', 'numpy']
 """What an operator sets today to keep the scientific import out of each submission:
 ``JUDGE_PYTHON_PRELOAD`` with sympy and numpy added."""
+SCIENTIFIC_PARENT = [m.strip() for m in Settings().python_scientific_preload.split(',') if m.strip()]
+"""What every slot's scientific warm parent imports, as in production (``JUDGE_PYTHON_SCIENTIFIC_PRELOAD``)."""
 PARENT_KINDS = ('lean', 'scientific')
 PARENT_FIELD = 'parent'
 """The `ExecRequest` field naming the warm parent an execution goes through."""
@@ -130,7 +132,7 @@ def open_slot(preload: list[str], tag: str) -> Iterator[SlotClient]:
             python=PYTHON,
             tier='namespaces',
             work_root=work,
-            extra={'preload': preload, 'memory_mb': SLOT_MEMORY_MB, 'pids': 64},
+            extra={'preload': preload, 'scientific': SCIENTIFIC_PARENT, 'memory_mb': SLOT_MEMORY_MB, 'pids': 64},
         )
     )
     try:

@@ -21,35 +21,9 @@ pytestmark = pytest.mark.timeout(1800)  # the first test runs the whole corpus (
 
 ALL_WARM = None
 KNOWN_GAPS: dict[str, tuple[str, frozenset[str] | None]] = {
-    'errors.keyboard_interrupt': (
-        'an uncaught KeyboardInterrupt ends a warm child with exit 1; python3 kills itself with SIGINT (-2)',
-        ALL_WARM,
-    ),
-    'errors.del_at_exit': (
-        'a warm child ends with os._exit: no interpreter finalisation, so __del__ of module globals never runs',
-        ALL_WARM,
-    ),
     'contexts.recursion_in_thread': (
         "the recursion limit is raised by the warm child's hidden frames, and threads get that extra budget "
         '(1000 frames deep instead of 995)',
-        ALL_WARM,
-    ),
-    'process.orig_argv_and_flags': (
-        "warm sys.orig_argv lacks '-I', and sys.flags.dont_write_bytecode is 1 (the warm parent's own flag)",
-        ALL_WARM,
-    ),
-    'process.main_module_namespace': (
-        'the warm __main__ lacks __annotations__ and __cached__, its __loader__ is None (python3: '
-        "SourceFileLoader) and its __builtins__ is the builtins' dict (python3: the module)",
-        ALL_WARM,
-    ),
-    'process.sys_path': (
-        "warm sys.path starts with the work dir; python3 -I (the fresh mode's command) puts no script dir there",
-        ALL_WARM,
-    ),
-    'process.import_from_work_dir': (
-        'a module the program writes to its work dir is importable warm (work dir on sys.path) but not under '
-        'python3 -I',
         ALL_WARM,
     ),
 }
