@@ -1,9 +1,9 @@
 """The slot server's handle on a zygote: a warm parent process that forks every spare child.
 
 Why a separate process: after ``fork()`` every page of the forking process is shared copy-on-write
-with the child, so a slot server that forked its own children paid a page fault for each page it
-wrote afterwards, about 300 per execution (measured; ~0.6 ms of CPU on this kind of VM).  Between
-forks the zygote runs a tiny loop that touches few pages.
+with the child, so a slot server that forked its own children would pay a page fault for each page
+it wrote afterwards, and it writes many while handling an execution.  Between forks the zygote runs
+a tiny loop that touches few pages.
 
 The zygote is a *fresh* interpreter (`spawn_zygote`: ``posix_spawn``, no fork of the server), so
 it holds nothing of the server's (no configuration, no request), and each zygote has its own
