@@ -121,15 +121,6 @@ def remove_tree(path: str, *, keep_root: bool = False) -> int:
     return removed
 
 
-def is_empty_dir(path: str) -> bool:
-    """Whether ``path`` is an existing, empty directory."""
-    try:
-        with os.scandir(path) as entries:
-            return next(entries, None) is None
-    except OSError:
-        return False
-
-
 def remove_entry(path: str) -> None:
     """Remove ``path`` whatever it is (a file, a symlink, a FIFO or a whole tree); nothing if it is gone."""
     try:

@@ -49,8 +49,6 @@ class Lineage:
         self.current: Zygote | None = None
         self.standby: Zygote | None = None
         self.retired: list[Zygote] = []
-        self.generation = 0
-        """How many zygotes of this kind have served so far (the current one included)."""
         self._retry_at = 0.0
         """When a replacement that failed to start may be tried again."""
 
@@ -126,7 +124,6 @@ class Lineage:
         if self.current is not None:
             self.retired.append(self.current)
         self.current = standby
-        self.generation += 1
         return True
 
     def maintain(self) -> bool:
