@@ -22,7 +22,8 @@ from judge.executors import EXECUTORS, Toolchain
 from judge.results import internal_error
 from judge.runner import Runner, RunnerConfig
 from judge.runtime import describe_runtime
-from judge.sandbox.client import SandboxError, SlotClient, SlotConfig
+from judge.sandbox.client import SlotClient, SlotConfig
+from judge.sandbox.errors import NoFreeSlot, SandboxError
 from judge.sandbox.slots import claim_slot
 from judge.settings import Settings
 from judge.transport.replies import CancelWatch, Replies
@@ -177,6 +178,10 @@ class Service:
         failure: str | None = None
         try:
             result = self.runner.run(sub)
+        except NoFreeSlot:
+            # This process has no slot (the host's are all taken), which is not this submission's
+            # failure: the task fails and `judge.tasks` answers for it; the next one claims again.
+            raise
         except (SandboxError, JudgeError, OSError, ValueError) as exc:
             logger.exception('sub_id=%s batch=%s: infrastructure failure', sub.get('sub_id'), job['batch'])
             failure = traceback.format_exc()

@@ -21,8 +21,9 @@ import struct
 from typing import Any, NamedTuple, NoReturn
 
 from judge.sandbox import landlock, namespaces, seccomp
+from judge.sandbox.errors import ProtocolError
 from judge.sandbox.limits import apply_rlimits
-from judge.sandbox.protocol import ProtocolError, read_exact, write_all
+from judge.sandbox.protocol import read_exact, write_all
 from judge.sandbox.warm import run_python
 
 SETUP_FAILED_EXIT = 121

@@ -13,11 +13,9 @@ import errno
 import os
 import stat
 
+from judge.sandbox.errors import CleanupError
+
 _DIR_FLAGS = os.O_RDONLY | os.O_DIRECTORY | os.O_NOFOLLOW | os.O_CLOEXEC
-
-
-class CleanupError(OSError):
-    """A tree could not be removed completely (the slot is then not fit for the next execution)."""
 
 
 def _open_dir(name: str, dir_fd: int | None) -> int | None:

@@ -23,8 +23,9 @@ from typing import Any
 
 from judge.sandbox import cgroups, jailfs, landlock, namespaces, seccomp
 from judge.sandbox.child import ChildPrep
-from judge.sandbox.cleanup import CleanupError, remove_entry, remove_tree
+from judge.sandbox.cleanup import remove_entry, remove_tree
 from judge.sandbox.cpushare import SlotCpu, cpu_group_path
+from judge.sandbox.errors import CleanupError, JailError
 from judge.sandbox.execute import ExecOutcome
 from judge.sandbox.lazylog import get_logger
 from judge.sandbox.limits import Limits
@@ -74,10 +75,6 @@ NPROC_SLACK = 8
 WORK_TMPFS_MB = 256
 WORK_TMPFS_INODES = 65536
 """Entries in the slot's work space: bounds what the clean-up after an execution may have to remove."""
-
-
-class JailError(RuntimeError):
-    """The requested isolation cannot be provided on this host."""
 
 
 def available_tiers() -> list[str]:

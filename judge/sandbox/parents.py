@@ -18,10 +18,11 @@ from __future__ import annotations
 import time
 from collections.abc import Callable
 
+from judge.sandbox.errors import ZygoteLost
 from judge.sandbox.execute import Spare
 from judge.sandbox.lazylog import get_logger
 from judge.sandbox.parentprep import SCIENTIFIC_NAMES, uses_scientific
-from judge.sandbox.zygote import Zygote, ZygoteLost
+from judge.sandbox.zygote import Zygote
 
 logger = get_logger('judge.sandbox.parents')
 

@@ -30,26 +30,23 @@ if __name__ == '__main__':  # started as a script: make the package importable, 
     sys.path.insert(0, _root)
 
 from judge.sandbox import namespaces
-from judge.sandbox.cleanup import CleanupError, remove_entry, remove_tree
+from judge.sandbox.cleanup import remove_entry, remove_tree
+from judge.sandbox.errors import CleanupError, ProtocolError, SlotUnhealthy, ZygoteLost
 from judge.sandbox.execute import ExecOutcome, Spare, execute, kill_process, kill_process_group, reap_orphans
 from judge.sandbox.jail import Jail
 from judge.sandbox.lazylog import get_logger
 from judge.sandbox.limits import Limits, rlimits
 from judge.sandbox.memory import slot_memory
 from judge.sandbox.parents import LEAN, RENEW_EXECS, RENEW_S, SCIENTIFIC, WarmParents
-from judge.sandbox.protocol import ProtocolError, recv_message, send_message
+from judge.sandbox.protocol import recv_message, send_message
 from judge.sandbox.workdir import done_path, export_files, give_to, make_done_fifo, write_files
-from judge.sandbox.zygote import Zygote, ZygoteLost, spawn_zygote
+from judge.sandbox.zygote import Zygote, spawn_zygote
 
 logger = get_logger('judge.sandbox.server')
 PACKAGE_ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 SETTLE_S = 3.0
 """How long the end of an execution may take to kill and reap all its processes before the slot is
 declared broken (and the server exits to be replaced)."""
-
-
-class SlotUnhealthy(RuntimeError):
-    """The slot could not be brought back to a clean state after an execution."""
 
 
 class SlotServer:

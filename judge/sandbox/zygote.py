@@ -28,6 +28,7 @@ import sys
 import time
 
 from judge.sandbox.child import ChildPrep
+from judge.sandbox.errors import ZygoteLost
 from judge.sandbox.execute import Spare
 from judge.sandbox.zygote_main import BOOT, EXIT, LANDLOCK_FD, MAX_MSG, PACKAGE_FD, PID, SOCK_FD
 
@@ -35,10 +36,6 @@ _ZYGOTE_ENV = {'PATH': '/usr/bin:/bin', 'LANG': 'C.UTF-8', 'LD_BIND_NOW': '1'}
 """The zygote's own environment (children get theirs from `ChildPrep.env`).  ``LD_BIND_NOW``: every
 libc/libpython symbol is resolved once, in the zygote, instead of in each forked child."""
 _HIGH_FD = 10
-
-
-class ZygoteLost(RuntimeError):
-    """The zygote died: it cannot start executions any more and must be replaced."""
 
 
 def _high(fd: int) -> int:
