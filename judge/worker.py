@@ -52,7 +52,15 @@ def build_runner(settings: Settings, runtime_digest: str = '') -> Runner:
 
     ``runtime_digest`` names the submission runtime in every result (`judge.runtime`).
     """
-    index, _lock_fd = claim_slot()  # the lock is held for the life of the process
+    index, lock_fd = claim_slot()  # the lock is held for the life of the process
+    try:
+        return _build_runner(settings, runtime_digest, index)
+    except BaseException:
+        os.close(lock_fd)  # give the slot number back: the next try claims one again
+        raise
+
+
+def _build_runner(settings: Settings, runtime_digest: str, index: int) -> Runner:
     cache_dir = _cache_dir(settings)
     pch_dir = os.path.join(cache_dir, 'pch')  # the compiler reads the PCH; nothing else in the cache is readable
     os.makedirs(pch_dir, mode=0o755, exist_ok=True)

@@ -269,3 +269,34 @@ def test_a_sandbox_failure_is_the_submissions_internal_error(monkeypatch: pytest
     result = service.judge(_bare_job('print(1)'))  # type: ignore[arg-type]
     assert result is not None and result['reason'] == 'internal_error', result
     assert 'SandboxError: slot server failed to start' in str(result), result
+
+
+def test_a_slot_that_fails_to_start_gives_its_slot_number_back(monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> None:
+    """Each submission builds the runner again while the slot cannot start; it must not keep a slot
+    number each time (4096 failures would take every slot of the host)."""
+    from judge import worker
+    from judge.sandbox.client import SlotClient
+    from judge.sandbox.errors import SandboxError
+    from judge.sandbox.slots import claim_slot
+
+    claimed: list[int] = []
+
+    def claim(*_: object) -> tuple[int, int]:
+        index, fd = claim_slot(str(tmp_path / 'locks'))
+        claimed.append(index)
+        return index, fd
+
+    def refuse(self: SlotClient) -> None:
+        raise SandboxError('slot server refused to start: JailError: no isolation is available')
+
+    monkeypatch.setattr(worker, 'claim_slot', claim)
+    monkeypatch.setattr(SlotClient, 'ensure_started', refuse)
+    monkeypatch.setattr(worker, 'describe_runtime', lambda _python: {'digest': 'x'})
+    monkeypatch.setenv('JUDGE_CACHE_DIR', str(tmp_path / 'cache'))
+    monkeypatch.setenv('JUDGE_WORK_ROOT', str(tmp_path / 'work'))
+    service = worker.Service(Settings())
+    for _ in range(3):
+        result = service.judge(_bare_job('print(1)'))  # type: ignore[arg-type]
+        assert result is not None and result['reason'] == 'internal_error', result
+        assert 'refused to start' in str(result)
+    assert claimed == [0, 0, 0]
