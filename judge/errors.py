@@ -1,4 +1,4 @@
-"""The judge's exceptions (the sandbox keeps its own `judge.sandbox.client.SandboxError`)::
+"""The judge's exceptions (the sandbox keeps its own tree under `judge.sandbox.errors.SandboxError`)::
 
     JudgeError
     ├── ConfigError            a setting that cannot work (bad URL, unknown transport path)

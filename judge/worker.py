@@ -22,7 +22,8 @@ from judge.executors import EXECUTORS, Toolchain
 from judge.results import internal_error
 from judge.runner import Runner, RunnerConfig
 from judge.runtime import describe_runtime
-from judge.sandbox.client import SandboxError, SlotClient, SlotConfig
+from judge.sandbox.client import SlotClient, SlotConfig
+from judge.sandbox.errors import NoFreeSlot, SandboxError
 from judge.sandbox.slots import claim_slot
 from judge.settings import Settings
 from judge.transport.replies import CancelWatch, Replies
@@ -51,7 +52,15 @@ def build_runner(settings: Settings, runtime_digest: str = '') -> Runner:
 
     ``runtime_digest`` names the submission runtime in every result (`judge.runtime`).
     """
-    index, _lock_fd = claim_slot()  # the lock is held for the life of the process
+    index, lock_fd = claim_slot()  # the lock is held for the life of the process
+    try:
+        return _build_runner(settings, runtime_digest, index)
+    except BaseException:
+        os.close(lock_fd)  # give the slot number back: the next try claims one again
+        raise
+
+
+def _build_runner(settings: Settings, runtime_digest: str, index: int) -> Runner:
     cache_dir = _cache_dir(settings)
     pch_dir = os.path.join(cache_dir, 'pch')  # the compiler reads the PCH; nothing else in the cache is readable
     os.makedirs(pch_dir, mode=0o755, exist_ok=True)
@@ -177,6 +186,10 @@ class Service:
         failure: str | None = None
         try:
             result = self.runner.run(sub)
+        except NoFreeSlot:
+            # This process has no slot (the host's are all taken), which is not this submission's
+            # failure: the task fails and `judge.tasks` answers for it; the next one claims again.
+            raise
         except (SandboxError, JudgeError, OSError, ValueError) as exc:
             logger.exception('sub_id=%s batch=%s: infrastructure failure', sub.get('sub_id'), job['batch'])
             failure = traceback.format_exc()

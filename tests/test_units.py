@@ -211,3 +211,92 @@ def test_a_done_record_is_believed_only_when_well_formed(
     done.read()
     assert done.record == expected
     assert done.fd is None  # read once, then closed
+
+
+def test_every_sandbox_exception_is_a_sandbox_error_from_an_import_free_module() -> None:
+    from judge.sandbox import errors
+
+    tree = ast.parse((ROOT / 'judge' / 'sandbox' / 'errors.py').read_text())
+    assert not [n for n in ast.walk(tree) if isinstance(n, (ast.Import, ast.ImportFrom))]
+    classes = [v for v in vars(errors).values() if isinstance(v, type) and v.__module__ == errors.__name__]
+    assert len(classes) == 8 and all(issubclass(c, errors.SandboxError) for c in classes), classes
+    assert issubclass(errors.CleanupError, OSError)  # the slot server catches it as one where it forks spares
+    e = errors.CleanupError(2, 'cannot remove x')
+    assert (e.errno, str(e)) == (2, '[Errno 2] cannot remove x')
+    from judge.sandbox.client import SandboxError  # where callers have always imported it from
+
+    assert SandboxError is errors.SandboxError
+
+
+def _bare_job(source: str) -> dict[str, object]:
+    sub = {'sub_id': 's1', 'type': 'python', 'solution': source, 'input': '', 'expected_output': ''}
+    return {'sub': sub, 'reply_to': '', 'index': 0, 'batch': ''}  # no reply list: nothing touches Redis
+
+
+def test_a_host_without_a_free_slot_fails_the_task_not_the_submission(monkeypatch: pytest.MonkeyPatch) -> None:
+    """`NoFreeSlot` is a `SandboxError` now, but it is the process's condition: the task fails as it
+    always did (`judge.tasks` answers for it), once per submission, and the next one claims again."""
+    from judge import worker
+    from judge.sandbox.errors import NoFreeSlot
+
+    claims: list[int] = []
+
+    def no_slot(*_: object) -> tuple[int, int]:
+        claims.append(1)
+        raise NoFreeSlot('all sandbox slots of this host are in use')
+
+    monkeypatch.setattr(worker, 'claim_slot', no_slot)
+    monkeypatch.setattr(worker, 'describe_runtime', lambda _python: {'digest': 'x'})
+    service = worker.Service(Settings())
+    with pytest.raises(NoFreeSlot):
+        service.start()  # at start-up (`judge.tasks._start_slot` logs it)
+    for n in (2, 3):
+        with pytest.raises(NoFreeSlot):
+            service.judge(_bare_job('print(1)'))  # type: ignore[arg-type]
+        assert len(claims) == n
+
+
+def test_a_sandbox_failure_is_the_submissions_internal_error(monkeypatch: pytest.MonkeyPatch) -> None:
+    from judge import worker
+    from judge.sandbox.errors import SandboxError
+
+    class BrokenRunner:
+        def run(self, _sub: object) -> object:
+            raise SandboxError('slot server failed to start')
+
+    service = worker.Service(Settings())
+    service._runner = BrokenRunner()  # type: ignore[assignment]
+    result = service.judge(_bare_job('print(1)'))  # type: ignore[arg-type]
+    assert result is not None and result['reason'] == 'internal_error', result
+    assert 'SandboxError: slot server failed to start' in str(result), result
+
+
+def test_a_slot_that_fails_to_start_gives_its_slot_number_back(monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> None:
+    """Each submission builds the runner again while the slot cannot start; it must not keep a slot
+    number each time (4096 failures would take every slot of the host)."""
+    from judge import worker
+    from judge.sandbox.client import SlotClient
+    from judge.sandbox.errors import SandboxError
+    from judge.sandbox.slots import claim_slot
+
+    claimed: list[int] = []
+
+    def claim(*_: object) -> tuple[int, int]:
+        index, fd = claim_slot(str(tmp_path / 'locks'))
+        claimed.append(index)
+        return index, fd
+
+    def refuse(self: SlotClient) -> None:
+        raise SandboxError('slot server refused to start: JailError: no isolation is available')
+
+    monkeypatch.setattr(worker, 'claim_slot', claim)
+    monkeypatch.setattr(SlotClient, 'ensure_started', refuse)
+    monkeypatch.setattr(worker, 'describe_runtime', lambda _python: {'digest': 'x'})
+    monkeypatch.setenv('JUDGE_CACHE_DIR', str(tmp_path / 'cache'))
+    monkeypatch.setenv('JUDGE_WORK_ROOT', str(tmp_path / 'work'))
+    service = worker.Service(Settings())
+    for _ in range(3):
+        result = service.judge(_bare_job('print(1)'))  # type: ignore[arg-type]
+        assert result is not None and result['reason'] == 'internal_error', result
+        assert 'refused to start' in str(result)
+    assert claimed == [0, 0, 0]

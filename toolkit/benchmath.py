@@ -33,7 +33,9 @@ import time
 from fractions import Fraction
 from typing import Any
 
+from toolkit.benchload import warm_up
 from toolkit.client import JudgeClient
+from toolkit.cpu import cpu_delta, cpu_snapshot
 from toolkit.errors import ToolkitError
 from toolkit.models import Submission
 
@@ -122,8 +124,6 @@ async def _send(client: JudgeClient, subs: list[Submission], expected: list[str]
 
 
 async def _phase(client: JudgeClient, cases: list[tuple[str, str]], args: argparse.Namespace) -> dict[str, Any]:
-    from toolkit.bench import cpu_delta, cpu_snapshot
-
     subs = [Submission(src) for src, _ in cases]
     before = cpu_snapshot(args.cpu_match, args.cpu_root) if args.cpu else {}
     start = time.perf_counter()
@@ -139,9 +139,7 @@ async def _phase(client: JudgeClient, cases: list[tuple[str, str]], args: argpar
 
 async def runtime_of(client: JudgeClient, args: argparse.Namespace) -> tuple[str, int]:
     """The node's submission runtime python (or ``--runtime-python``) and the cluster's worker processes."""
-    from toolkit.bench import _warm_up
-
-    await _warm_up(client)  # a worker answers: its node info is published
+    await warm_up(client)  # a worker answers: its node info is published
     for _ in range(20):
         status = await client.status()
         nodes = status.get('nodes') or []

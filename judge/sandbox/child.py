@@ -21,8 +21,9 @@ import struct
 from typing import Any, NamedTuple, NoReturn
 
 from judge.sandbox import landlock, namespaces, seccomp
+from judge.sandbox.errors import ProtocolError
 from judge.sandbox.limits import apply_rlimits
-from judge.sandbox.protocol import ProtocolError, read_exact, write_all
+from judge.sandbox.protocol import read_exact, write_all
 from judge.sandbox.warm import run_python
 
 SETUP_FAILED_EXIT = 121
@@ -133,10 +134,10 @@ def confine_forker(prep: ChildPrep) -> None:
 
     The zygote first joins the slot's CPU-share cgroups (`ChildPrep.parent_procs`), which every
     child then inherits at no cost.  No-new-privs, Landlock and the seccomp filter are inherited
-    across ``fork``, so every child starts under them without paying for them (~0.35 ms of CPU
-    each, mostly loading the filter).  The memory and pids cgroups' ``cgroup.procs`` files are
-    opened first, because Landlock then refuses to open them: each child joins them by writing to
-    the inherited descriptors.
+    across ``fork``, so every child starts under them without paying for installing them (mostly
+    loading the filter).  The memory and pids cgroups' ``cgroup.procs`` files are opened first,
+    because Landlock then refuses to open them: each child joins them by writing to the inherited
+    descriptors.
     """
     for path in prep.parent_procs:
         fd = os.open(path, os.O_WRONLY | os.O_CLOEXEC)
@@ -185,7 +186,7 @@ def encode_plan(plan: dict[str, Any], stdin: bytes) -> bytes:
     """The message the server writes on a spare's control pipe.
 
     The plan is marshalled, not JSON: the server (trusted) writes it, and one C call to read it
-    touches fewer of the freshly forked child's pages (~0.1 ms less per execution).
+    touches fewer of the freshly forked child's pages than a JSON decoder would.
     """
     header = marshal.dumps(plan)
     return b''.join((_LEN.pack(len(header)), header, _LEN.pack(len(stdin)), stdin))

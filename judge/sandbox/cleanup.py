@@ -13,11 +13,9 @@ import errno
 import os
 import stat
 
+from judge.sandbox.errors import CleanupError
+
 _DIR_FLAGS = os.O_RDONLY | os.O_DIRECTORY | os.O_NOFOLLOW | os.O_CLOEXEC
-
-
-class CleanupError(OSError):
-    """A tree could not be removed completely (the slot is then not fit for the next execution)."""
 
 
 def _open_dir(name: str, dir_fd: int | None) -> int | None:
@@ -119,15 +117,6 @@ def remove_tree(path: str, *, keep_root: bool = False) -> int:
             raise CleanupError(e.errno, f'cannot remove {path!r}: {e.strerror}') from e
         removed += 1
     return removed
-
-
-def is_empty_dir(path: str) -> bool:
-    """Whether ``path`` is an existing, empty directory."""
-    try:
-        with os.scandir(path) as entries:
-            return next(entries, None) is None
-    except OSError:
-        return False
 
 
 def remove_entry(path: str) -> None:

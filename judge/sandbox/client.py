@@ -20,8 +20,11 @@ import threading
 from dataclasses import dataclass, field
 from typing import Any
 
+from judge.sandbox.errors import ProtocolError
+from judge.sandbox.errors import SandboxError as SandboxError  # re-exported: callers import it from here
+from judge.sandbox.errors import SlotLost as SlotLost
 from judge.sandbox.limits import Limits
-from judge.sandbox.protocol import ProtocolError, recv_message, send_message
+from judge.sandbox.protocol import recv_message, send_message
 
 logger = logging.getLogger('judge.sandbox.client')
 
@@ -30,14 +33,6 @@ _REPLY_MARGIN_S = 10.0
 RETRIES = 2
 """How many times a request caught by a slot failure is sent again, to a fresh server."""
 _START_TIMEOUT_S = 60.0
-
-
-class SandboxError(RuntimeError):
-    """The sandbox itself failed (not the user's program): an infrastructure error."""
-
-
-class SlotLost(SandboxError):
-    """The slot server died, hung or broke during a request: worth a retry on a fresh one."""
 
 
 @dataclass

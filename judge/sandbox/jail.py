@@ -1,96 +1,30 @@
-"""The slot's jail: which isolation tier is active and what each execution gets from it.
-
-Tiers, strongest first (see the README's sandbox section):
-
-* ``namespaces``: the slot server lives in its own net/ipc/uts/mount/pid namespaces, with a
-  read-only root, a fresh ``/proc``, the project and home directories hidden, and private
-  size-limited tmpfs work and ``/dev/shm`` dirs; plus everything of ``landlock``.
-* ``landlock``: a per-slot uid, memory+pids cgroups, Landlock (files, TCP, signals), seccomp.
-* ``uid``: a per-slot uid, rlimits (``RLIMIT_AS`` for memory), seccomp, process-group and uid sweep.
-* ``none``: the worker's own uid, rlimits only.  Refused unless ``allow_unsafe`` is set.
-
-``auto`` picks the strongest tier this host permits; asking for a tier the host cannot provide
-is an error, never a silent downgrade.
+"""The slot's jail: the chosen isolation tier (`judge.sandbox.tiers`) set up once in the slot server,
+and what each execution gets from it (limits, the children's preparation, the sweep afterwards).
 """
 
 from __future__ import annotations
 
-import glob
 import os
 import signal
-import sys
 from typing import Any
 
 from judge.sandbox import cgroups, jailfs, landlock, namespaces, seccomp
 from judge.sandbox.child import ChildPrep
-from judge.sandbox.cleanup import CleanupError, remove_entry, remove_tree
+from judge.sandbox.cleanup import remove_entry, remove_tree
 from judge.sandbox.cpushare import SlotCpu, cpu_group_path
+from judge.sandbox.errors import CleanupError, JailError
 from judge.sandbox.execute import ExecOutcome
 from judge.sandbox.lazylog import get_logger
 from judge.sandbox.limits import Limits
+from judge.sandbox.tiers import NS_FLAGS, child_env, choose_tier, read_paths
+from judge.sandbox.tiers import available_tiers as available_tiers  # re-exported: imported from here
 
 logger = get_logger('judge.sandbox.jail')
 
-TIERS = ('namespaces', 'landlock', 'uid', 'none')
-SAFE_PATH = '/usr/local/bin:/usr/bin:/bin'
-NS_FLAGS = (
-    namespaces.CLONE_NEWNS
-    | namespaces.CLONE_NEWPID
-    | namespaces.CLONE_NEWNET
-    | namespaces.CLONE_NEWIPC
-    | namespaces.CLONE_NEWUTS
-)
-READ_PATHS = (
-    '/usr',
-    '/lib',
-    '/lib64',
-    '/lib32',
-    '/bin',
-    '/sbin',
-    '/etc/ld.so.cache',
-    '/etc/localtime',
-    '/etc/alternatives',
-    '/etc/passwd',
-    '/etc/group',
-    '/etc/nsswitch.conf',
-    '/sys/devices/system/cpu',
-    '/dev/null',
-    '/dev/zero',
-    '/dev/urandom',
-    '/dev/random',
-    '/opt',
-)
-THREAD_VARS = (
-    'OMP_NUM_THREADS',
-    'OPENBLAS_NUM_THREADS',
-    'MKL_NUM_THREADS',
-    'BLIS_NUM_THREADS',
-    'VECLIB_MAXIMUM_THREADS',
-    'NUMEXPR_NUM_THREADS',
-    'NUMBA_NUM_THREADS',
-)
-"""Thread-count variables of BLAS/OpenMP/numexpr/numba, all set to 1 in the programs' environment."""
 NPROC_SLACK = 8
 WORK_TMPFS_MB = 256
 WORK_TMPFS_INODES = 65536
 """Entries in the slot's work space: bounds what the clean-up after an execution may have to remove."""
-
-
-class JailError(RuntimeError):
-    """The requested isolation cannot be provided on this host."""
-
-
-def available_tiers() -> list[str]:
-    """Tiers this process could run, strongest first."""
-    tiers = []
-    if os.getuid() == 0:
-        if cgroups.SlotCgroup.available() and landlock.abi_version() >= 1:
-            if namespaces.probe_unshare(NS_FLAGS):
-                tiers.append('namespaces')
-            tiers.append('landlock')
-        tiers.append('uid')
-    tiers.append('none')
-    return tiers
 
 
 class Jail:
@@ -123,25 +57,10 @@ class Jail:
         self.detail: dict[str, Any] = {}
         self._counts_before: tuple[int, int] | None = None
         """The cgroups' OOM-kill and refused-fork counts before the current execution."""
-        self.tier = self._choose(str(config.get('tier', 'auto')))
+        self.tier = choose_tier(str(config.get('tier', 'auto')), self.allow_unsafe)
         self._setup(int(config.get('uid_base', 61000)))
         self.detail['tier'] = self.tier
         logger.info('slot %d: isolation tier %s (%s)', self.slot, self.tier, self.detail)
-
-    def _choose(self, requested: str) -> str:
-        if requested not in ('auto', *TIERS):
-            raise JailError(f'unknown sandbox tier {requested!r}; choose one of auto, {", ".join(TIERS)}')
-        tiers = available_tiers()
-        if requested == 'auto':
-            requested = tiers[0]
-        if requested not in tiers:
-            raise JailError(f'sandbox tier {requested!r} is not available here (available: {", ".join(tiers)})')
-        if requested == 'none' and not self.allow_unsafe:
-            raise JailError(
-                'no isolation is available (not root): refusing to run untrusted code; '
-                'set JUDGE_ALLOW_UNSAFE=1 to run it anyway on a trusted machine'
-            )
-        return requested
 
     def _setup(self, uid_base: int) -> None:
         if self.tier == 'none':
@@ -158,7 +77,7 @@ class Jail:
             self._mount_work_tmpfs()
             private = self.tier == 'namespaces'  # its /proc and /dev/shm are the slot's own
             writable = [self.work_base, '/dev/null'] + (['/dev/shm'] if private else [])
-            readable = self._read_paths() + (['/proc'] if private else [])
+            readable = read_paths(self.extra_read) + (['/proc'] if private else [])
             self.landlock_fd = landlock.build_ruleset(readable, writable)
             self.detail['landlock_abi'] = landlock.abi_version()
         try:
@@ -181,11 +100,6 @@ class Jail:
             self.detail['cpus'] = self.cpus if self.cpus > 0 else 'fair share'
         else:
             logger.warning('slot %d: no cpu cgroup controller; slots share the CPUs per process', self.slot)
-
-    def _read_paths(self) -> list[str]:
-        prefixes = {sys.prefix, sys.base_prefix, os.path.dirname(os.path.dirname(os.path.realpath(sys.executable)))}
-        jdk_conf = sorted(glob.glob('/etc/java-*-openjdk'))  # Debian's JDK config (java.security, jvm.cfg)
-        return [*READ_PATHS, *jdk_conf, *self.extra_read, *sorted(p for p in prefixes if p not in ('/', '/usr'))]
 
     def _enter_namespaces(self) -> None:
         """Become pid 1 of fresh namespaces with a read-only view of the host."""
@@ -257,21 +171,8 @@ class Jail:
         return self.cgroup.oom_kills(), self.cgroup.fork_refusals()
 
     def child_env(self) -> dict[str, str]:
-        """A clean environment: no secrets (``REDIS_URI``...) from the worker ever reach user code.
-
-        ``HOME`` and ``TMPDIR`` are added by each child: they are its work dir.
-        """
-        env = {
-            'PATH': SAFE_PATH,
-            'LANG': 'C.UTF-8',
-            'LC_ALL': 'C.UTF-8',
-            'PYTHONDONTWRITEBYTECODE': '1',
-            'PYTHONIOENCODING': 'utf-8',
-            # One BLAS/OpenMP thread per submission: the slot's CPU share is one core.
-            **dict.fromkeys(THREAD_VARS, '1'),
-        }
-        env.update(self.extra_env)
-        return env
+        """The programs' environment (`judge.sandbox.tiers.child_env`) with the configured extras."""
+        return child_env(self.extra_env)
 
     def child_prep(self) -> ChildPrep:
         """The tier's per-child steps (uid, cgroups, filters)."""

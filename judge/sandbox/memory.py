@@ -2,8 +2,8 @@
 
 PSS divides each shared page among the processes sharing it, so the sum over processes counts the
 pages a warm parent shares with its children (and the interpreter's pages shared across slots)
-once.  Read from ``/proc/<pid>/smaps_rollup`` by the slot server (root); a few hundred microseconds
-per process, so asked for now and then (`judge.worker.Service`), never per execution.
+once.  Read from ``/proc/<pid>/smaps_rollup`` by the slot server (root); the kernel walks every
+mapping to answer, so it is asked for now and then (`judge.worker.Service`), never per execution.
 """
 
 from __future__ import annotations

@@ -116,7 +116,7 @@ def collapse_huge_pages() -> int:
     kernel can (``MADV_COLLAPSE``, Linux 6.1+); how many bytes it took.
 
     ``fork`` copies one page-table entry per 2 MB huge page instead of 512, and an exiting child tears
-    down as few: both cost a few milliseconds per child of a parent as large as the scientific one.
+    down as few: with a parent as large as the scientific one, both are a large share of a child's cost.
     A child writing to such a page only gets that 4 KB page copied (the kernel splits the mapping).
     Without the kernel's support nothing changes.  ``ctypes`` is dropped again from ``sys.modules``.
     """
@@ -154,7 +154,7 @@ _MADV_HUGEPAGE, _MADV_COLLAPSE = 14, 25
 
 def uses_scientific(source: str, names: frozenset[str]) -> bool:
     """Whether ``source`` mentions one of ``names`` as a word (an import, or anything else: a
-    mention in a comment only costs the program a heavier parent).  A few microseconds per program."""
+    mention in a comment only costs the program a heavier parent).  Cheap: substring tests first."""
     return any(name in source and _word(source, name) for name in names)
 
 

@@ -18,10 +18,11 @@ from __future__ import annotations
 import time
 from collections.abc import Callable
 
+from judge.sandbox.errors import ZygoteLost
 from judge.sandbox.execute import Spare
 from judge.sandbox.lazylog import get_logger
 from judge.sandbox.parentprep import SCIENTIFIC_NAMES, uses_scientific
-from judge.sandbox.zygote import Zygote, ZygoteLost
+from judge.sandbox.zygote import Zygote
 
 logger = get_logger('judge.sandbox.parents')
 
@@ -49,8 +50,6 @@ class Lineage:
         self.current: Zygote | None = None
         self.standby: Zygote | None = None
         self.retired: list[Zygote] = []
-        self.generation = 0
-        """How many zygotes of this kind have served so far (the current one included)."""
         self._retry_at = 0.0
         """When a replacement that failed to start may be tried again."""
 
@@ -126,7 +125,6 @@ class Lineage:
         if self.current is not None:
             self.retired.append(self.current)
         self.current = standby
-        self.generation += 1
         return True
 
     def maintain(self) -> bool:

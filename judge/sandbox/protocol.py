@@ -12,12 +12,10 @@ import os
 import struct
 from typing import Any
 
+from judge.sandbox.errors import ProtocolError
+
 _LEN = struct.Struct('>I')
 MAX_FRAME_BYTES = 256 * 1024 * 1024
-
-
-class ProtocolError(RuntimeError):
-    """The peer closed the channel or sent something unreadable."""
 
 
 def read_exact(fd: int, n: int) -> bytes:

@@ -3,13 +3,9 @@
 A Celery pool process is large, so forking it per submission is slow (sandbox.md §3.3).  Instead
 each pool process starts one slot server with a clean environment; the server prepares the jail
 once (uid, cgroups, namespaces, filters, depending on the tier) and runs one child per request.
-The children are forked ahead of their request by the slot's warm parents (`judge.sandbox.parents`,
-fresh interpreters renewed in the background), so the server itself never forks again.
-
-After every execution, before anything else runs in the slot, the server kills what the execution
-started, waits until every one of its processes is reaped (the slot's pids cgroup is empty),
-removes what it wrote (work dir, ``/dev/shm``) and checks the result.  If the slot cannot be made
-clean the server exits, and the worker starts a new one (`judge.sandbox.client`).
+This module answers the requests; the slot's spare children and the clean-up after every execution
+are `judge.sandbox.slotlife`'s.  If the slot cannot be made clean the server exits, and the worker
+starts a new one (`judge.sandbox.client`).
 
 Run as ``python -I <this file>``; it reads its configuration as the first message on fd 0, then
 speaks `judge.sandbox.protocol` on fds 0/1.  Stdlib only: no Celery, Redis or pydantic.
@@ -22,119 +18,26 @@ import os
 import select
 import signal
 import sys
-import time
 from typing import Any
 
 if __name__ == '__main__':  # started as a script: make the package importable, then forget it
     _root = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
     sys.path.insert(0, _root)
 
-from judge.sandbox import namespaces
-from judge.sandbox.cleanup import CleanupError, remove_entry, remove_tree
-from judge.sandbox.execute import ExecOutcome, Spare, execute, kill_process, kill_process_group, reap_orphans
-from judge.sandbox.jail import Jail
+from judge.sandbox.errors import CleanupError, ProtocolError, SlotUnhealthy, ZygoteLost
+from judge.sandbox.execute import ExecOutcome, execute
 from judge.sandbox.lazylog import get_logger
 from judge.sandbox.limits import Limits, rlimits
 from judge.sandbox.memory import slot_memory
-from judge.sandbox.parents import LEAN, RENEW_EXECS, RENEW_S, SCIENTIFIC, WarmParents
-from judge.sandbox.protocol import ProtocolError, recv_message, send_message
-from judge.sandbox.workdir import done_path, export_files, give_to, make_done_fifo, write_files
-from judge.sandbox.zygote import Zygote, ZygoteLost, spawn_zygote
+from judge.sandbox.protocol import recv_message, send_message
+from judge.sandbox.slotlife import SlotLife
+from judge.sandbox.workdir import export_files, make_done_fifo, write_files
 
 logger = get_logger('judge.sandbox.server')
-PACKAGE_ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
-SETTLE_S = 3.0
-"""How long the end of an execution may take to kill and reap all its processes before the slot is
-declared broken (and the server exits to be replaced)."""
 
 
-class SlotUnhealthy(RuntimeError):
-    """The slot could not be brought back to a clean state after an execution."""
-
-
-class SlotServer:
-    """Serves execution requests for one slot."""
-
-    def __init__(self, config: dict[str, Any]) -> None:
-        # before the jail hides the project directory: the zygotes import the package through it
-        self.package_fd = os.open(PACKAGE_ROOT, os.O_PATH | os.O_DIRECTORY | os.O_CLOEXEC)
-        self.jail = Jail(config)
-        self.prep = self.jail.child_prep()
-        self.prep.server_pid = os.getpid()
-        if os.getpid() != 1:  # outside a pid namespace: orphans of a dead zygote come back to us
-            namespaces.set_child_subreaper(True)
-        self.counter = 0
-        self.spare: Spare | None = None
-        self.spare_kind = LEAN
-        """The kind of warm parent that forked `spare`."""
-        self.next_kind = LEAN
-        """The kind of the next spare: that of the last Python program (`refill`)."""
-        self.parents = WarmParents(
-            self._start_zygote,
-            int(config.get('renew_execs', RENEW_EXECS)),
-            float(config.get('renew_s', RENEW_S)),
-            self.prep.scientific,
-        )
-        self._leftover: str | None = None
-        """The last execution's work dir, until `finish` has removed it."""
-        self._exiting: Spare | None = None
-        """The last execution's child when it reported its end before exiting, until `finish`."""
-
-    def _start_zygote(self, kind: str) -> Zygote:
-        return spawn_zygote(self.prep, self.package_fd, kind)
-
-    def _fork_spare(self, kind: str = LEAN) -> Spare:
-        lineage = self.parents.lineage(kind)
-        for attempt in (0, 1):
-            workdir = self._workdir()
-            try:
-                spare = lineage.spare(workdir)
-                self.spare_kind = kind
-                return spare
-            except ZygoteLost:  # the lineage dropped the dead zygote: the next try starts a new one
-                remove_tree(workdir)
-                if attempt:
-                    raise
-                logger.error('a %s zygote died; starting a new one', kind)
-        raise AssertionError('unreachable')
-
-    def _workdir(self) -> str:
-        self.counter += 1
-        path = os.path.join(self.jail.work_base, f'w{self.counter}')
-        try:
-            os.mkdir(path, 0o700)
-        except FileExistsError:  # cannot happen in a fresh work space; be sure anyway
-            remove_entry(path)
-            os.mkdir(path, 0o700)
-        give_to(self.jail, path)
-        return path
-
-    def _take_spare(self, kind: str = LEAN, exact: bool = False) -> Spare:
-        """The waiting spare if it suits ``kind`` (a scientific spare also serves what a lean one
-        would, unless ``exact`` or ``RLIMIT_AS`` bounds memory: its address space is larger), else a
-        new one of ``kind``."""
-        spare, self.spare = self.spare, None
-        larger = not exact and self.spare_kind == SCIENTIFIC and self.jail.cgroup is not None
-        suits = self.spare_kind == kind or larger
-        if spare is not None and suits and spare.alive():
-            return spare
-        if spare is not None:
-            self._discard(spare)
-        return self._fork_spare(kind)
-
-    def _discard(self, spare: Spare) -> None:
-        try:
-            spare.discard()
-        except ZygoteLost:
-            pass
-        remove_tree(spare.workdir)
-
-    def refill(self) -> None:
-        """Fork the next execution's child ahead of its request (off the critical path), from the
-        parent the last Python program needed (while it is ready)."""
-        if self.spare is None:
-            kind = self.next_kind if self.parents.lineage(self.next_kind).ready() else LEAN
-            self.spare = self._fork_spare(kind)
+class SlotServer(SlotLife):
+    """Serves execution requests for one slot (its life between them: `SlotLife`)."""
 
     def handle(self, header: dict[str, Any], blobs: list[bytes]) -> tuple[dict[str, Any], tuple[bytes, ...]]:
         """Run one request and build the reply."""
@@ -184,72 +87,6 @@ class SlotServer:
                 self._kill_all(0)
                 self.finish()
         return _reply(outcome) | {'parent': used}, (bytes(outcome.stdout), bytes(outcome.stderr))
-
-    def finish(self) -> None:
-        """Kill, reap and remove what the last execution left, off the reply's path.
-
-        Waits until every process of the execution is gone and reaped (so its memory and its place
-        in the slot's process budget are free again) before the slot runs anything else.  Raises
-        when the slot cannot be made clean.
-        """
-        spare, self._exiting = self._exiting, None
-        workdir, self._leftover = self._leftover, None
-        if spare is None and workdir is None:
-            return
-        if spare is not None:
-            # it is exiting already, unless its report was a lie (it may even have left its process group);
-            # its pid cannot be reused before the zygote has reaped it, and only by the execution's own
-            kill_process_group(spare.pid)
-            kill_process(spare.pid)
-            try:
-                spare.reap(spare.pid)  # first: the slot's cgroup is only empty once it is gone
-            except ZygoteLost:  # the reply went out fine: the next spare comes from a new zygote
-                self._drop_zygote(spare.parent)
-        self._settle()
-        if workdir is not None:
-            remove_tree(workdir)
-            try:
-                os.unlink(done_path(workdir))
-            except FileNotFoundError:  # not warm Python
-                pass
-        self.jail.scrub()
-
-    def _settle(self) -> None:
-        """Kill everything left in the slot and wait until every one of its processes is reaped."""
-        deadline = time.monotonic() + SETTLE_S
-        while True:
-            tasks = self.jail.slot_tasks()
-            if not tasks:
-                return
-            self.jail.kill_all()
-            self.parents.ask_reap()  # the zygotes reap their children and adopted orphans
-            reap_orphans()  # ours: orphans of a zygote that died
-            if time.monotonic() >= deadline:
-                raise SlotUnhealthy(f'{tasks} processes of the last execution are still in the slot')
-            time.sleep(0.002)
-
-    def _drop_zygote(self, pid: int) -> None:
-        for lineage in self.parents.lineages.values():
-            for zygote in lineage.zygotes():
-                if zygote.pid == pid:
-                    lineage.drop(zygote)
-                    return
-
-    def _kill_all(self, pid: int) -> None:
-        if pid:
-            kill_process_group(pid)
-        self.jail.kill_all()
-
-    def maintain(self) -> None:
-        """Renew warm parents when due; a spare of a replaced parent is replaced too (off the critical path)."""
-        for kind, lineage in list(self.parents.lineages.items()):
-            promoted = lineage.maintain()
-            spare = self.spare
-            current = getattr(lineage.current, 'pid', 0)
-            if promoted and spare is not None and self.spare_kind == kind and spare.parent != current:
-                self.spare = None
-                self._discard(spare)
-                lineage.close_drained()
 
     def _wait_for_request(self, rfd: int) -> bool:
         """Wait for the next request, renewing warm parents meanwhile; True when one is waiting."""
@@ -302,10 +139,6 @@ class SlotServer:
             send_message(wfd, reply, out)
             if broken or not self.after_reply():  # exit: the worker starts a new slot server on its next request
                 return
-
-    def close(self) -> None:
-        """Stop the warm parents (their children die with them)."""
-        self.parents.close()
 
 
 def _reply(outcome: ExecOutcome) -> dict[str, Any]:

@@ -6,12 +6,10 @@ from __future__ import annotations
 import fcntl
 import os
 
+from judge.sandbox.errors import NoFreeSlot
+
 LOCK_DIR = '/tmp/judge-slots'
 MAX_SLOTS = 4096
-
-
-class NoFreeSlot(RuntimeError):
-    """Every slot number on this host is taken."""
 
 
 def claim_slot(lock_dir: str = LOCK_DIR, start: int = 0) -> tuple[int, int]:

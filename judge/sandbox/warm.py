@@ -8,9 +8,9 @@ exit, and the default recursion limit.  Always ends the process with ``os._exit`
 Just before that, the child reports its end (`DONE_RECORD`) into a FIFO the slot server made for
 this execution (``done_path``, outside the work dir, writable by the slot's uid only), after closing
 its standard streams.  It opens the FIFO only then, so the program runs with no descriptor beyond
-0-2, as under ``python3 file.py``.  Tearing down a forked interpreter's memory takes about a
-millisecond, so the server answers as soon as the record arrives and kills and reaps the child
-afterwards.  The record comes from a process that ran untrusted code, so it is only believed for
+0-2, as under ``python3 file.py``.  Tearing down a forked interpreter's memory is a large share of
+a short execution's cost, so the server answers as soon as the record arrives and kills and reaps
+the child afterwards.  The record comes from a process that ran untrusted code, so it is only believed for
 what the program decides anyway: its exit status (CPU time and peak memory are informational, and
 limits are enforced from outside).  A program that ends any other way (``os._exit``, a signal,
 ``exec``) sends no record, and the server waits for the process to end, as for other languages.
@@ -19,7 +19,7 @@ limits are enforced from outside).  A program that ends any other way (``os._exi
 from __future__ import annotations
 
 # Imported here, once, in the zygote: `atexit` is not loaded at start-up, and importing it in each
-# child ran the import machinery there (about 60 page faults, 0.3 ms of CPU per execution).
+# child would run the import machinery there, writing to pages shared with the zygote every time.
 import atexit
 import builtins
 import io
@@ -165,8 +165,8 @@ def prepare_interpreter(
     included: user code gets the recursion budget of a fresh interpreter on top of it.
 
     Done once so that each child only adds what is its own (its work dir), instead of paying for
-    rebuilding ``os.environ`` and ``sys.path`` and for three new text streams (together about
-    0.7 ms of CPU per child, mostly page faults).  The streams are built over descriptors of the
+    rebuilding ``os.environ`` and ``sys.path`` and for three new text streams (mostly copy-on-write
+    page faults, in every child).  The streams are built over descriptors of the
     same kinds a child gets (an empty memfd on 0, pipes on 1 and 2), so what they learn when built
     (seekable or not, block size, position) holds in every child, which only puts its own
     descriptors on 0-2.  This process must not use its standard streams afterwards: nothing reads

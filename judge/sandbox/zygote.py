@@ -1,9 +1,9 @@
 """The slot server's handle on a zygote: a warm parent process that forks every spare child.
 
 Why a separate process: after ``fork()`` every page of the forking process is shared copy-on-write
-with the child, so a slot server that forked its own children paid a page fault for each page it
-wrote afterwards, about 300 per execution (measured; ~0.6 ms of CPU on this kind of VM).  Between
-forks the zygote runs a tiny loop that touches few pages.
+with the child, so a slot server that forked its own children would pay a page fault for each page
+it wrote afterwards, and it writes many while handling an execution.  Between forks the zygote runs
+a tiny loop that touches few pages.
 
 The zygote is a *fresh* interpreter (`spawn_zygote`: ``posix_spawn``, no fork of the server), so
 it holds nothing of the server's (no configuration, no request), and each zygote has its own
@@ -28,6 +28,7 @@ import sys
 import time
 
 from judge.sandbox.child import ChildPrep
+from judge.sandbox.errors import ZygoteLost
 from judge.sandbox.execute import Spare
 from judge.sandbox.zygote_main import BOOT, EXIT, LANDLOCK_FD, MAX_MSG, PACKAGE_FD, PID, SOCK_FD
 
@@ -35,10 +36,6 @@ _ZYGOTE_ENV = {'PATH': '/usr/bin:/bin', 'LANG': 'C.UTF-8', 'LD_BIND_NOW': '1'}
 """The zygote's own environment (children get theirs from `ChildPrep.env`).  ``LD_BIND_NOW``: every
 libc/libpython symbol is resolved once, in the zygote, instead of in each forked child."""
 _HIGH_FD = 10
-
-
-class ZygoteLost(RuntimeError):
-    """The zygote died: it cannot start executions any more and must be replaced."""
 
 
 def _high(fd: int) -> int:

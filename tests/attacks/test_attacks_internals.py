@@ -5,8 +5,8 @@ it never held the slot server's configuration and it forgets the judge's modules
 only its own processes.  What stays reachable (the frames of the zygote's loop and of the spare's setup
 below the program, and through them the few modules that fork and prepare children and the slot's
 `ChildPrep`: its uid, cgroup paths, environment, filter) is what the program can see of itself anyway;
-docs/attacks.md lists it and why it stays (unwinding those frames would cost every execution about 60
-page faults).
+docs/attacks.md lists it and why it stays (unwinding those frames would write to pages shared with the
+zygote in every execution).
 """
 
 from __future__ import annotations
