@@ -8,6 +8,7 @@ on one stack per path.  Every other test runs on the fast path.
 
 from __future__ import annotations
 
+import contextlib
 import os
 import shutil
 from collections.abc import Iterator
@@ -82,15 +83,32 @@ def log_dir(tmp_path_factory: pytest.TempPathFactory) -> Path:
 def stack(log_dir: Path, transport: str) -> Iterator[Stack]:
     if not shutil.which('redis-server'):
         pytest.fail('redis-server is not installed: run `make test`, which installs it')
+    with running_stack(log_dir, transport) as stack:
+        yield stack
+
+
+@contextlib.contextmanager
+def running_stack(
+    log_dir: Path,
+    transport: str = 'fast',
+    tag: str = 'test',
+    overrides: dict[str, str] | None = None,
+    worker_name: str = 'w1',
+) -> Iterator[Stack]:
+    """A private redis-server, a prefork worker and the gateway (`stack_env` plus ``overrides``),
+    stopped on exit; the work root is ``/tmp/judge-<tag>-<redis port>``."""
     redis, port = start_redis(log_dir)
     redis_url = f'redis://127.0.0.1:{port}/0'
-    env = stack_env(redis_url, Path('/tmp') / f'judge-test-{port}', transport)
-    worker = start_worker(env, log_dir)
+    env = stack_env(redis_url, Path('/tmp') / f'judge-{tag}-{port}', transport)
+    env.update(overrides or {})
+    worker = start_worker(env, log_dir, name=worker_name)
     gateway, url = start_gateway(env, log_dir)
-    yield Stack(redis_url, env, log_dir, redis, worker, gateway, url)
-    gateway.stop()
-    worker.stop()
-    redis.stop()
+    try:
+        yield Stack(redis_url, env, log_dir, redis, worker, gateway, url)
+    finally:
+        gateway.stop()
+        worker.stop()
+        redis.stop()
 
 
 @pytest.fixture(scope='session')

@@ -3,8 +3,10 @@
 from __future__ import annotations
 
 import json
+import time
 import urllib.error
 import urllib.request
+from collections.abc import Callable
 from typing import Any
 
 
@@ -50,3 +52,20 @@ def assert_stack_judges(base: str, route: str = '/run/batch', n: int = 10, worke
     assert [x['stdout'] for x in batch['results']] == [f'{i}\n' for i in range(n)]
     status, body = request(base + '/status')
     assert status == 200 and body['broker'] == 'ok' and body['num_workers'] == workers, body
+
+
+def gateway_status(base: str) -> dict[str, Any]:
+    """The gateway's `/status` (asserting a 200)."""
+    code, body = request(base + '/status', timeout_s=10)
+    assert code == 200, body
+    return dict(body)
+
+
+def wait_for(cond: Callable[[], bool], timeout_s: float, what: str) -> float:
+    """Poll ``cond`` until true; return the seconds it took."""
+    start = time.monotonic()
+    while time.monotonic() - start < timeout_s:
+        if cond():
+            return time.monotonic() - start
+        time.sleep(0.05)
+    raise AssertionError(f'{what}: not within {timeout_s}s')

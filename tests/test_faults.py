@@ -17,7 +17,7 @@ import threading
 import time
 import uuid
 from collections import Counter
-from collections.abc import Callable, Iterator
+from collections.abc import Iterator
 from concurrent.futures import Future, ThreadPoolExecutor
 from contextlib import contextmanager
 from dataclasses import dataclass, field
@@ -28,7 +28,7 @@ import pytest
 
 from scripts.stack import free_port, gateway_command, wait_port, worker_command
 from tests.conftest import stack_env
-from tests.helpers import request
+from tests.helpers import request, wait_for
 from tests.services import Service, start_redis, start_worker
 
 pytestmark = pytest.mark.integration
@@ -142,16 +142,6 @@ def is_correct(res: dict[str, Any], i: int) -> bool:
 
 def post_async(pool: ThreadPoolExecutor, url: str, path: str, body: Any, timeout_s: float = 60) -> Future[Any]:
     return pool.submit(request, url + path, body, timeout_s=timeout_s)
-
-
-def wait_for(cond: Callable[[], bool], timeout_s: float, what: str) -> float:
-    """Poll ``cond`` until true; return the seconds it took."""
-    start = time.monotonic()
-    while time.monotonic() - start < timeout_s:
-        if cond():
-            return time.monotonic() - start
-        time.sleep(0.05)
-    raise AssertionError(f'{what}: not within {timeout_s}s')
 
 
 def starts(log: str, prefix: str = '') -> list[tuple[str, int, int]]:

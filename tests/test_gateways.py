@@ -25,7 +25,7 @@ import pytest
 
 from scripts.stack import free_port, gateway_command, wait_port
 from tests.conftest import stack_env
-from tests.helpers import request
+from tests.helpers import gateway_status, request, wait_for
 from tests.services import Service, start_redis
 from tests.test_metrics import scrape, total, value
 
@@ -79,36 +79,23 @@ def _batch(n: int, tag: str) -> dict[str, Any]:
     return {'submissions': [{'type': 'python', 'solution': f'print({i})', 'sub_id': f'{tag}-{i}'} for i in range(n)]}
 
 
-def _status(url: str) -> dict[str, Any]:
-    status, body = request(url + '/status', timeout_s=10)
-    assert status == 200, body
-    return dict(body)
-
-
-def _wait(cond: Any, timeout_s: float, what: str) -> None:
-    deadline = time.monotonic() + timeout_s
-    while not cond():
-        assert time.monotonic() < deadline, f'{what}: not within {timeout_s} s'
-        time.sleep(0.05)
-
-
 def test_one_cap_for_two_gateway_processes_and_a_killed_ones_share_comes_back(gateways: Gateways) -> None:
     gw = gateways
     with ThreadPoolExecutor(4) as pool:
         held = [pool.submit(request, gw.a + '/run/batch', _batch(2, 'a'))]
-        _wait(lambda: _status(gw.a).get('in_flight') == 2, 10, 'A holds 2')
+        wait_for(lambda: gateway_status(gw.a).get('in_flight') == 2, 10, 'A holds 2')
         # Two more would make 4 > 3 however they are spread over the processes.
         status, body = request(gw.b + '/run/batch', _batch(2, 'b'))
         assert status == 429, body
         assert body['detail']['in_flight'] == 2 and body['detail']['max_in_flight'] == CAP, body
         held.append(pool.submit(request, gw.b + '/run', {'type': 'python', 'solution': 'print(1)'}))
-        _wait(lambda: _status(gw.b).get('in_flight') == CAP, 10, 'B holds 1')
+        wait_for(lambda: gateway_status(gw.b).get('in_flight') == CAP, 10, 'B holds 1')
         status, body = request(gw.a + '/run', {'type': 'python', 'solution': 'print(2)'})
         assert status == 429 and body['detail']['in_flight'] == CAP, body
 
         # Every process reports the same cluster-wide figures.
         for url in (gw.a, gw.b, gw.one_port):
-            seen = _status(url)
+            seen = gateway_status(url)
             assert (seen['in_flight'], seen['max_in_flight'], seen['gateway_processes']) == (CAP, CAP, 4), seen
             samples = scrape(url)
             assert value(samples, 'judge_cluster_in_flight_submissions') == CAP
@@ -120,15 +107,15 @@ def test_one_cap_for_two_gateway_processes_and_a_killed_ones_share_comes_back(ga
         status, _ = request(gw.a + '/run', {'type': 'python', 'solution': 'print(3)'}, timeout_s=30)
         if time.monotonic() - killed_at < LEASE_S * 0.8:
             assert status == 429
-        _wait(lambda: _status(gw.a).get('in_flight') == 2, LEASE_S * 4, "B's share released")
-        assert _status(gw.a)['gateway_processes'] == 3
+        wait_for(lambda: gateway_status(gw.a).get('in_flight') == 2, LEASE_S * 4, "B's share released")
+        assert gateway_status(gw.a)['gateway_processes'] == 3
         held.append(pool.submit(request, gw.a + '/run', {'type': 'python', 'solution': 'print(4)'}))
-        _wait(lambda: _status(gw.a).get('in_flight') == CAP, 10, 'A takes the freed place')
+        wait_for(lambda: gateway_status(gw.a).get('in_flight') == CAP, 10, 'A takes the freed place')
         # Nothing consumes this Redis: every admitted submission ends as queue_timeout at its deadline.
         answers = [f.result(60) for f in held[:1] + held[2:]]
     assert all(status == 200 for status, _ in answers), answers
     assert answers[0][1]['results'][0]['reason'] == 'queue_timeout'
-    _wait(lambda: _status(gw.a).get('in_flight') == 0, 20, 'everything released')
+    wait_for(lambda: gateway_status(gw.a).get('in_flight') == 0, 20, 'everything released')
 
 
 def test_two_processes_behind_one_port_share_metrics_without_being_told(gateways: Gateways) -> None:

@@ -25,7 +25,7 @@ from typing import Any
 import pytest
 
 from tests.conftest import stack_env
-from tests.helpers import request
+from tests.helpers import gateway_status, request
 from tests.services import Service, start_gateway, start_redis, start_worker
 from tests.test_metrics import scrape, value
 
@@ -86,12 +86,6 @@ def _ran(worker: Service, prefix: str) -> int:
     return sum(1 for sub_id in START_RE.findall(worker.log()) if sub_id.startswith(prefix))
 
 
-def _status(url: str) -> dict[str, Any]:
-    status, body = request(url + '/status', timeout_s=10)
-    assert status == 200, body
-    return dict(body)
-
-
 def test_requests_are_spread_and_status_and_metrics_add_the_shards_up(sharded: Sharded) -> None:
     status, body = request(sharded.url + '/run/long-batch', {'submissions': _subs(160, 'split')})
     assert status == 200 and _correct(body['results']), body
@@ -104,7 +98,7 @@ def test_requests_are_spread_and_status_and_metrics_add_the_shards_up(sharded: S
     assert all(s == 200 and _correct(b['results']) for s, b in answers), answers
     assert all(sum(_ran(w, f'sm{i}-') > 0 for w in sharded.workers) == 1 for i in range(16))
     assert min(sum(_ran(w, f'sm{i}-') for i in range(16)) for w in sharded.workers) > 0
-    seen = _status(sharded.url)
+    seen = gateway_status(sharded.url)
     assert seen['broker'] == 'ok' and seen['num_nodes'] == 2 and seen['num_workers'] == 2, seen
     assert [(s['name'], s['broker'], s['num_nodes']) for s in seen['shards']] == [('s0', 'ok', 1), ('s1', 'ok', 1)]
     assert {n['shard'] for n in seen['nodes']} == {'s0', 's1'}
@@ -134,7 +128,7 @@ def test_a_shard_killed_mid_load_costs_only_a_rerun_and_comes_back(sharded: Shar
     assert took < 30, took  # the long-batch deadline is an hour: the loss was seen, not waited out
     assert 'running its' in sharded.gateway.log(), 'the lost submissions were run again on the other shard'
 
-    seen = _status(sharded.url)
+    seen = gateway_status(sharded.url)
     assert seen['broker'] == 's1 unreachable' or seen['broker'].startswith('degraded'), seen
     assert seen['shards'][1]['broker'] == 'unreachable' and seen['shards'][0]['broker'] == 'ok', seen
     samples = scrape(sharded.url)
@@ -148,7 +142,7 @@ def test_a_shard_killed_mid_load_costs_only_a_rerun_and_comes_back(sharded: Shar
     sharded.redis[1], _ = start_redis(sharded.log_dir, sharded.ports[1])  # back, empty
     deadline = time.monotonic() + 60
     while True:
-        seen = _status(sharded.url)
+        seen = gateway_status(sharded.url)
         line = seen.get('shards', [{}, {}])[1]
         if line.get('broker') == 'ok' and line.get('routing') == 'up' and line.get('num_nodes') == 1:
             break

@@ -18,8 +18,7 @@ from typing import Any
 import pytest
 
 from tests.attack_kit import SlotHealth, bash, batch, c, py, report_of, survived
-from tests.conftest import Stack, stack_env
-from tests.services import start_gateway, start_redis, start_worker
+from tests.conftest import Stack, running_stack
 
 RENEW_EXECS = 6
 RENEW_S = 2.0
@@ -50,16 +49,9 @@ BASH_SEEDS = 'echo "{\\"random\\":$RANDOM$RANDOM,\\"srandom\\":$SRANDOM,\\"pid\\
 @pytest.fixture(scope='module')
 def stack(log_dir: Path) -> Iterator[Stack]:
     """A stack of its own whose warm parents are renewed every few executions or seconds."""
-    redis, port = start_redis(log_dir)
-    redis_url = f'redis://127.0.0.1:{port}/0'
-    env = stack_env(redis_url, Path('/tmp') / f'judge-test-renew-{port}')
-    env.update({'JUDGE_WARM_RENEW_EXECS': str(RENEW_EXECS), 'JUDGE_WARM_RENEW_S': str(RENEW_S)})
-    worker = start_worker(env, log_dir, name='renew')
-    gateway, url = start_gateway(env, log_dir)
-    yield Stack(redis_url, env, log_dir, redis, worker, gateway, url)
-    gateway.stop()
-    worker.stop()
-    redis.stop()
+    overrides = {'JUDGE_WARM_RENEW_EXECS': str(RENEW_EXECS), 'JUDGE_WARM_RENEW_S': str(RENEW_S)}
+    with running_stack(log_dir, tag='test-renew', overrides=overrides, worker_name='renew') as stack:
+        yield stack
 
 
 @pytest.fixture(scope='module')
