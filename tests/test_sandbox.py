@@ -15,22 +15,15 @@ from judge.sandbox.client import ExecRequest, SandboxError, SlotClient, SlotConf
 from judge.sandbox.limits import Limits
 from judge.sandbox.slots import claim_slot
 from judge.settings import Settings
+from tests.slots import open_slot
 
 PYTHON = Settings().python_executor_path
 
 
 @pytest.fixture(scope='module')
 def slot() -> Iterator[SlotClient]:
-    index, lock_fd = claim_slot()
-    client = SlotClient(
-        SlotConfig(
-            slot=index, python=PYTHON, work_root=f'/tmp/judge-test-sandbox-{os.getpid()}', allow_unsafe=os.getuid() != 0
-        )
-    )
-    client.ensure_started()
-    yield client
-    client.close()
-    os.close(lock_fd)
+    with open_slot('sandbox', allow_unsafe=os.getuid() != 0) as client:
+        yield client
 
 
 def run_py(

@@ -19,10 +19,10 @@ import pytest
 
 from judge.executors import CExecutor, CppExecutor, Toolchain, cache
 from judge.executors.base import Executor
-from judge.sandbox.client import ExecRequest, ExecResult, SandboxError, SlotClient, SlotConfig
+from judge.sandbox.client import ExecRequest, ExecResult, SandboxError, SlotClient
 from judge.sandbox.limits import Limits
-from judge.sandbox.slots import claim_slot
 from judge.settings import Settings
+from tests.slots import open_slot
 
 PYTHON = Settings().python_executor_path
 CXX = os.path.realpath(shutil.which('g++') or '/usr/bin/g++')
@@ -37,22 +37,9 @@ def cache_dir(tmp_path: Path) -> str:
 
 
 def _client(cache_dir: str, tier: str = 'namespaces', **extra: object) -> Iterator[SlotClient]:
-    index, lock_fd = claim_slot()
-    client = SlotClient(
-        SlotConfig(
-            slot=index,
-            python=PYTHON,
-            tier=tier,
-            work_root=f'/tmp/judge-test-heal-{os.getpid()}',
-            extra={'pids': 64, 'keep_writable': [cache_dir], 'read_paths': [f'{cache_dir}/pch'], **extra},
-        )
-    )
-    try:
-        client.ensure_started()
+    config = {'pids': 64, 'keep_writable': [cache_dir], 'read_paths': [f'{cache_dir}/pch'], **extra}
+    with open_slot('heal', tier=tier, extra=config) as client:
         yield client
-    finally:
-        client.close()
-        os.close(lock_fd)
 
 
 @pytest.fixture

@@ -16,11 +16,11 @@ import pytest
 from judge.contracts import Submission
 from judge.executors.base import Toolchain
 from judge.executors.python import PythonExecutor
-from judge.sandbox.client import ExecRequest, SandboxError, SlotClient, SlotConfig
+from judge.sandbox.client import ExecRequest, SandboxError, SlotClient
 from judge.sandbox.limits import Limits
 from judge.sandbox.parentprep import SCIENTIFIC_NAMES, uses_scientific
-from judge.sandbox.slots import claim_slot
 from judge.settings import DEFAULT_PYTHON_PRELOAD, DEFAULT_SCIENTIFIC_PRELOAD, Settings
+from tests.slots import open_slot
 
 PYTHON = Settings().python_executor_path
 LIMITS = Limits(time_s=60, memory_mb=512)
@@ -39,24 +39,13 @@ COLUMNS = ['random', 'np.random', 'default_rng', 'RandomState()', 'sympy rng', '
 
 @pytest.fixture(scope='module')
 def slot() -> Iterator[SlotClient]:
-    index, lock_fd = claim_slot()
-    client = SlotClient(
-        SlotConfig(
-            slot=index,
-            python=PYTHON,
-            work_root=f'/tmp/judge-test-parents-{os.getpid()}',
-            allow_unsafe=os.getuid() != 0,
-            extra={
-                'preload': DEFAULT_PYTHON_PRELOAD.split(','),
-                'scientific': DEFAULT_SCIENTIFIC_PRELOAD.split(','),
-                'pids': 64,
-            },
-        )
-    )
-    client.ensure_started()
-    yield client
-    client.close()
-    os.close(lock_fd)
+    extra = {
+        'preload': DEFAULT_PYTHON_PRELOAD.split(','),
+        'scientific': DEFAULT_SCIENTIFIC_PRELOAD.split(','),
+        'pids': 64,
+    }
+    with open_slot('parents', allow_unsafe=os.getuid() != 0, extra=extra) as client:
+        yield client
 
 
 def run(slot: SlotClient, source: str, parent: str | None = None) -> tuple[str, str]:
