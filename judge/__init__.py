@@ -6,9 +6,11 @@ importing `judge` (for example from the sandbox's slot server) stays cheap and C
 
 from __future__ import annotations
 
-from typing import Any
-
 from judge.version import VERSION
+
+TYPE_CHECKING = False
+if TYPE_CHECKING:  # not `typing`: the sandbox's warm parents import this package (`judge.sandbox.lowlevel`)
+    from typing import Any
 
 __version__ = VERSION
 __all__ = ['VERSION', '__version__', 'app']

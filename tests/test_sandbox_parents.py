@@ -1,7 +1,8 @@
-"""Warm parents by kind (lean, scientific), fresh random state in every child, seeded runs.
+"""Warm parents by kind (lean, scientific, bare), fresh random state in every child, seeded runs.
 
 Through a real slot server (no Celery): the scientific parent imports sympy and numpy and runs its
-warm-up; a program is sent to it by the words it uses, or by the request's ``parent``.
+warm-up; a program is sent to it by the words it uses, or by the request's ``parent``; a program
+without imports goes to the bare parent.
 """
 
 from __future__ import annotations
@@ -19,6 +20,8 @@ from judge.executors.python import PythonExecutor
 from judge.sandbox.client import ExecRequest, SandboxError, SlotClient
 from judge.sandbox.limits import Limits
 from judge.sandbox.parentprep import SCIENTIFIC_NAMES, uses_scientific
+from judge.sandbox.parents import WarmParents
+from judge.sandbox.slotlife import BARE_RUN
 from judge.settings import DEFAULT_PYTHON_PRELOAD, DEFAULT_SCIENTIFIC_PRELOAD, Settings
 from tests.slots import open_slot
 
@@ -61,6 +64,62 @@ def test_the_scan_picks_scientific_for_the_stack_and_lean_otherwise() -> None:
     assert uses_scientific('import os, scipy.special', names) and uses_scientific("__import__('mpmath')", names)
     assert not uses_scientific('import itertools\nprint(1)', names)
     assert not uses_scientific('import numpyish\nmy_sympy = 1', names), 'whole words only'
+
+
+class _Started:
+    """A zygote as `WarmParents` sees one that is ready as soon as it is started (pure logic, no process)."""
+
+    ready = True
+
+    def poll(self) -> None:
+        pass
+
+
+def test_the_parent_is_chosen_by_the_source_and_stands_in_while_one_starts() -> None:
+    parents = WarmParents(lambda kind: _Started(), scientific=['sympy', 'numpy'])  # type: ignore[arg-type,return-value]
+    assert parents.choose('print(1)') == ('lean', False), 'the bare parent starts; the lean one serves meanwhile'
+    assert parents.choose('import sympy') == ('lean', False)
+    assert parents.choose('print(1)') == ('bare', False)
+    assert parents.choose('import sympy') == ('scientific', False)
+    for source in ('import re\nprint(1)', 'x = __import__("re")', 'from math import pi', '# import nothing\nprint(1)'):
+        assert parents.choose(source) == ('lean', True), source
+    assert parents.choose(None) == ('lean', False), 'an argv execs: any parent will do'
+    assert parents.choose('print(1)', 'lean') == ('lean', True)
+    assert parents.choose('import sympy', 'bare') == ('bare', True)
+    no_preload = WarmParents(lambda kind: _Started(), bare=False)  # type: ignore[arg-type,return-value]
+    assert no_preload.choose('print(1)') == ('lean', True), 'a lean parent that preloads nothing is the bare one'
+    assert no_preload.choose('print(1)', 'bare') == ('lean', True)
+
+
+def test_the_warm_parents_import_only_small_modules() -> None:
+    """What a zygote imports to fork its children stays in every child's address space: no `typing`,
+    `re`, `json`, `enum`, `collections`, `socket` or `signal` (see `judge.sandbox.lowlevel`)."""
+    script = (
+        'import sys\nbefore = set(sys.modules)\nsys.path.insert(0, sys.argv[1])\n'
+        'from judge.sandbox import zygote_main, parentprep\n'
+        'parentprep.find_random_states()\n'
+        'print(" ".join(sorted(set(sys.modules) - before)))'
+    )
+    root = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+    out = subprocess.run([PYTHON, '-I', '-c', script, root], capture_output=True, text=True, check=True).stdout.split()
+    assert 'judge.sandbox.zygote_main' in out
+    heavy = {'typing', 're', 'json', 'enum', 'collections', 'socket', 'signal', 'selectors', 'warnings', 'random'}
+    assert not heavy & set(out), sorted(heavy & set(out))
+
+
+def test_programs_without_imports_go_to_the_bare_parent_when_they_come_in_a_row(slot: SlotClient) -> None:
+    used = []
+    for _ in range(200):  # the bare parent starts in the background on the first such program
+        parent, out = run(slot, 'print(sum(range(10)))')
+        assert out == '45\n'
+        used.append(parent)
+        if used[-BARE_RUN:] == ['bare'] * BARE_RUN:
+            break
+    assert used[-1] == 'bare', used
+    probe = 'import sys\nprint(sorted(m for m in ("re", "typing", "ast") if m in sys.modules))'
+    assert run(slot, probe) == ('lean', "['ast', 're', 'typing']\n"), 'a program with imports: exactly lean'
+    assert run(slot, probe, 'bare') == ('bare', '[]\n'), 'the bare parent preloads nothing'
+    assert run(slot, 'print(2 ** 100)')[1] == f'{2**100}\n'
 
 
 def test_each_parent_serves_what_it_is_asked_and_the_scan_chooses_by_default(slot: SlotClient) -> None:
@@ -141,7 +200,9 @@ def test_one_blas_thread_in_the_scientific_parent_whose_numpy_is_preloaded(slot:
 
 def test_the_slot_reports_the_memory_of_its_parents(slot: SlotClient) -> None:
     run(slot, 'import sympy\nprint(1)', 'scientific')
+    run(slot, 'print(1)', 'bare')
     memory = slot.memory()
     parents = memory['parents_pss_kb']
-    assert set(parents) == {'lean', 'scientific'} and parents['scientific'] > 20 * 1024, memory
+    assert set(parents) == {'lean', 'scientific', 'bare'} and parents['scientific'] > 20 * 1024, memory
+    assert parents['bare'] < parents['lean'], 'the bare parent imports less than the lean one'
     assert memory['total_pss_kb'] >= memory['server_pss_kb'] + sum(parents.values())

@@ -18,13 +18,15 @@ from __future__ import annotations
 import marshal
 import os
 import struct
-from typing import Any, NamedTuple, NoReturn
 
 from judge.sandbox import landlock, namespaces, seccomp
 from judge.sandbox.errors import ProtocolError
-from judge.sandbox.limits import apply_rlimits
-from judge.sandbox.protocol import read_exact, write_all
+from judge.sandbox.lowlevel import apply_rlimits, read_exact, write_all
 from judge.sandbox.warm import run_python
+
+TYPE_CHECKING = False
+if TYPE_CHECKING:  # a warm parent imports this module: nothing beyond `judge.sandbox.lowlevel`'s list
+    from typing import Any, NoReturn
 
 SETUP_FAILED_EXIT = 121
 _LEN = struct.Struct('>I')
@@ -112,13 +114,16 @@ class ChildPrep:
         )
 
 
-class ChildFds(NamedTuple):
-    """The child's ends of its pipes, as numbered in the server before the fork."""
+class ChildFds:
+    """The child's ends of its pipes, as numbered in the zygote before the fork."""
 
-    ctrl: int
-    stdout: int
-    stderr: int
-    status: int
+    __slots__ = ('ctrl', 'status', 'stderr', 'stdout')
+
+    def __init__(self, ctrl: int, stdout: int, stderr: int, status: int) -> None:
+        self.ctrl = ctrl
+        self.stdout = stdout
+        self.stderr = stderr
+        self.status = status
 
 
 def _drop_privileges(uid: int, gid: int) -> None:

@@ -48,7 +48,7 @@ class ExecRequest:
     exports: dict[str, str] = field(default_factory=dict)
     stdin: bytes = b''
     parent: str | None = None
-    """Warm Python only: the warm parent to fork from, ``'lean'`` or ``'scientific'`` (for tests that
+    """Warm Python only: the warm parent to fork from, ``'lean'``, ``'scientific'`` or ``'bare'`` (for tests that
     run a program through each); None (the default): the slot server chooses by the program's imports."""
 
 

@@ -12,10 +12,13 @@ import ctypes
 import errno
 import os
 import stat
-from collections.abc import Sequence
 
 from judge.sandbox import libc
 from judge.sandbox.lazylog import get_logger
+
+TYPE_CHECKING = False
+if TYPE_CHECKING:  # imported by the warm parents: see `judge.sandbox.lowlevel`
+    from collections.abc import Sequence
 
 logger = get_logger('judge.sandbox.landlock')
 

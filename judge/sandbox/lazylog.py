@@ -11,7 +11,10 @@ plain `logging` loggers.
 from __future__ import annotations
 
 import sys
-from typing import Any
+
+TYPE_CHECKING = False
+if TYPE_CHECKING:  # imported by the warm parents: see `judge.sandbox.lowlevel`
+    from typing import Any
 
 _FORMAT = '%(name)s: %(message)s'
 

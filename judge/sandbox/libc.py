@@ -9,7 +9,10 @@ from __future__ import annotations
 
 import ctypes
 import os
-from typing import NoReturn
+
+TYPE_CHECKING = False
+if TYPE_CHECKING:  # imported by the warm parents: see `judge.sandbox.lowlevel`
+    from typing import NoReturn
 
 PR_SET_NO_NEW_PRIVS = 38
 

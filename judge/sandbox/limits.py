@@ -4,8 +4,11 @@ from __future__ import annotations
 
 import math
 import resource
-from collections.abc import Iterable, Sequence
 from typing import Any, NamedTuple
+
+from judge.sandbox.lowlevel import apply_rlimits
+
+__all__ = ['Limits', 'apply_rlimits', 'rlimits']
 
 
 class Limits(NamedTuple):
@@ -59,13 +62,3 @@ def rlimits(limits: Limits, *, set_nproc: bool, nproc_slack: int = 0) -> list[tu
         as_bytes = (limits.memory_mb + limits.as_extra_mb) * 1024 * 1024
         out.append((resource.RLIMIT_AS, as_bytes, as_bytes))
     return out
-
-
-def apply_rlimits(triples: Iterable[Sequence[int]]) -> None:
-    """Set the calling (child) process's rlimits, soft and hard: user code cannot raise them.
-
-    The slot server computes the triples (`rlimits`) and sends them in the plan, so the child does
-    no more than the system calls.
-    """
-    for which, soft, hard in triples:
-        resource.setrlimit(which, (soft, hard))

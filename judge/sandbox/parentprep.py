@@ -24,8 +24,10 @@ child reseeds exactly those from fresh entropy (`judge.sandbox.warm`), without w
 from __future__ import annotations
 
 import sys
-import warnings
-from typing import Any
+
+TYPE_CHECKING = False
+if TYPE_CHECKING:  # every warm parent imports this module (see `judge.sandbox.lowlevel`)
+    from typing import Any
 
 WARM_UP = (
     # sympy: what rStar-style tool calls do most (the bench's kinds first)
@@ -57,6 +59,8 @@ SCIENTIFIC_NAMES = frozenset({'sympy', 'numpy', 'scipy', 'mpmath', 'networkx', '
 def warm_up() -> list[str]:
     """Run `WARM_UP` in a namespace of its own, then undo what a program could observe; the
     statements that failed (e.g. a package missing from the runtime)."""
+    import warnings
+
     failed: list[str] = []
     sympy = sys.modules.get('sympy')
     dummy = getattr(getattr(sympy, 'core', None), 'symbol', None)
@@ -90,7 +94,9 @@ def find_random_states() -> list[Any]:
     """Generators seeded at import, at module level or as a class attribute of a module's class
     (sympy's ``Dummy._prng``): ``random.Random`` instances (``random``'s own, which reseeds itself
     after ``fork``, and ``SystemRandom``, which has no state, excepted) and numpy ``RandomState``
-    instances."""
+    instances.  None when neither `random` nor `numpy.random` was imported."""
+    if 'random' not in sys.modules and 'numpy.random' not in sys.modules:
+        return []
     import random
 
     kinds: tuple[type, ...] = (random.Random,)

@@ -10,7 +10,9 @@ Parents are grouped by *kind*: each kind is a lineage with its own zygote.  ``le
 light preload list (`JUDGE_PYTHON_PRELOAD`), serves Python programs that import nothing heavy and
 forks the other languages' children; ``scientific`` also imports the scientific stack
 (`JUDGE_PYTHON_SCIENTIFIC_PRELOAD`: sympy and numpy by default) and runs a warm-up
-(`judge.sandbox.parentprep`).  Which one serves a program is the slot server's choice.
+(`judge.sandbox.parentprep`); ``bare`` imports nothing beyond what the warm parents need to fork
+(`judge.sandbox.lowlevel`), so that programs with no ``import`` at all fork from, and tear down, a
+parent about half the lean one's size.  Which one serves a program is the slot server's choice.
 """
 
 from __future__ import annotations
@@ -28,7 +30,8 @@ logger = get_logger('judge.sandbox.parents')
 
 DEFAULT_KIND = LEAN = 'lean'
 SCIENTIFIC = 'scientific'
-KINDS = (LEAN, SCIENTIFIC)
+BARE = 'bare'
+KINDS = (LEAN, SCIENTIFIC, BARE)
 RENEW_EXECS = 1000
 RENEW_S = 300.0
 START_TIMEOUT_S = 60.0
@@ -187,6 +190,7 @@ class WarmParents:
         renew_execs: int = RENEW_EXECS,
         renew_s: float = RENEW_S,
         scientific: list[str] | None = None,
+        bare: bool = True,
     ) -> None:
         self._start = start
         self.renew_execs = max(1, renew_execs)
@@ -194,31 +198,43 @@ class WarmParents:
         self.lineages: dict[str, Lineage] = {}
         self.scientific_names = SCIENTIFIC_NAMES | {m.split('.')[0] for m in scientific} if scientific else frozenset()
         """Words that send a program to the scientific parent (none: the slot has no scientific parent)."""
+        self.bare = bare
+        """Whether programs without imports go to a bare parent (not when the lean one preloads nothing)."""
 
     def choose(self, source: str | None, asked: object = None) -> tuple[str, bool]:
         """The kind of parent a request needs, and whether exactly that one (``asked``: the request's
         ``parent``; `ValueError` for one this slot does not have).
 
         Warm Python goes to the scientific parent when it mentions a package that parent preloads or
-        that builds on them (`judge.sandbox.parentprep.uses_scientific`), else to the lean one.  A
-        scientific parent is started by the first program that needs it, in the background: until it
-        is ready, such programs go to the lean parent (and import what they need themselves).  Other
-        warm Python needs exactly the lean parent (a scientific child would show the program its
-        modules and warning filters); anything else (an ``argv``, which execs) may use either.
+        that builds on them (`judge.sandbox.parentprep.uses_scientific`); else, when ``import`` appears
+        nowhere in it (not even ``__import__`` or in a comment), to the bare parent, which any other
+        child may stand in for (the program sees fewer preloaded modules there, never more); else to
+        exactly the lean parent (a scientific child would show the program its modules and warning
+        filters).  The scientific and bare parents are started by the first program that needs them,
+        in the background: until they are ready, such programs go to the lean parent (and import what
+        they need themselves).  Anything else (an ``argv``, which execs) may use any parent.
         """
         if asked is not None:
             if asked not in KINDS:
                 raise ValueError(f'unknown parent {asked!r}; choose one of {", ".join(KINDS)}')
             if asked == SCIENTIFIC and not self.scientific_names:
                 raise ValueError('this slot has no scientific parent (JUDGE_PYTHON_SCIENTIFIC_PRELOAD is empty)')
+            if asked == BARE and not self.bare:  # the lean parent preloads nothing: it is the bare one
+                return LEAN, True
             return str(asked), True
         if source is None:
             return LEAN, False
-        if not self.scientific_names or not uses_scientific(source, self.scientific_names):
-            return LEAN, True
-        lineage = self.lineage(SCIENTIFIC)
+        if self.scientific_names and uses_scientific(source, self.scientific_names):
+            return self._when_ready(SCIENTIFIC)
+        if self.bare and 'import' not in source:
+            return self._when_ready(BARE)
+        return LEAN, True
+
+    def _when_ready(self, kind: str) -> tuple[str, bool]:
+        """``kind`` if its zygote can fork now; else the lean parent, while ``kind``'s starts in the background."""
+        lineage = self.lineage(kind)
         if lineage.ready():
-            return SCIENTIFIC, False
+            return kind, False
         lineage.start_background()
         return LEAN, False
 

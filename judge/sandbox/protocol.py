@@ -8,34 +8,16 @@ through JSON, so non-UTF-8 output survives unchanged.
 from __future__ import annotations
 
 import json
-import os
 import struct
 from typing import Any
 
 from judge.sandbox.errors import ProtocolError
+from judge.sandbox.lowlevel import read_exact, write_all
+
+__all__ = ['MAX_FRAME_BYTES', 'read_exact', 'recv_message', 'send_message', 'write_all']
 
 _LEN = struct.Struct('>I')
 MAX_FRAME_BYTES = 256 * 1024 * 1024
-
-
-def read_exact(fd: int, n: int) -> bytes:
-    """Read exactly ``n`` bytes; `ProtocolError` if the channel closes first."""
-    chunks: list[bytes] = []
-    while n > 0:
-        chunk = os.read(fd, min(n, 1 << 20))
-        if not chunk:
-            raise ProtocolError('channel closed')
-        chunks.append(chunk)
-        n -= len(chunk)
-    return b''.join(chunks)
-
-
-def write_all(fd: int, data: bytes) -> None:
-    """Write all of ``data`` to ``fd`` (a pipe may take it in several writes)."""
-    view = memoryview(data)
-    while view:
-        written = os.write(fd, view)
-        view = view[written:]
 
 
 def read_frame(fd: int) -> bytes:

@@ -15,10 +15,13 @@ import ctypes
 import errno
 import os
 import struct
-from collections.abc import Mapping
 
 from judge.sandbox import libc, namespaces
 from judge.sandbox.lazylog import get_logger
+
+TYPE_CHECKING = False
+if TYPE_CHECKING:  # imported by the warm parents: see `judge.sandbox.lowlevel`
+    from collections.abc import Mapping
 
 logger = get_logger('judge.sandbox.seccomp')
 

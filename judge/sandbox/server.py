@@ -54,7 +54,7 @@ class SlotServer(SlotLife):
         spare = self._take_spare(kind, exact)
         used = self.spare_kind
         if header.get('python_source') is not None:
-            self.next_kind = kind
+            self.note_program(kind)
         workdir = spare.workdir
         started = done = False
         try:

@@ -21,12 +21,15 @@ from judge.sandbox.errors import SlotUnhealthy, ZygoteLost
 from judge.sandbox.execute import Spare, kill_process, kill_process_group, reap_orphans
 from judge.sandbox.jail import Jail
 from judge.sandbox.lazylog import get_logger
-from judge.sandbox.parents import LEAN, RENEW_EXECS, RENEW_S, SCIENTIFIC, WarmParents
+from judge.sandbox.parents import BARE, LEAN, RENEW_EXECS, RENEW_S, SCIENTIFIC, WarmParents
 from judge.sandbox.workdir import done_path, give_to
 from judge.sandbox.zygote import Zygote, spawn_zygote
 
 logger = get_logger('judge.sandbox.slotlife')
 PACKAGE_ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
+BARE_RUN = 4
+"""Consecutive programs without imports after which the next spares come from the bare parent (a
+lean program then finds a bare spare and has it replaced: in a mixed stream lean spares serve all)."""
 SETTLE_S = 3.0
 """How long the end of an execution may take to kill and reap all its processes before the slot is
 declared broken (and the server exits to be replaced)."""
@@ -48,12 +51,15 @@ class SlotLife:
         self.spare_kind = LEAN
         """The kind of warm parent that forked `spare`."""
         self.next_kind = LEAN
-        """The kind of the next spare: that of the last Python program (`refill`)."""
+        """The kind of the next spare: that of the last Python program (`note_program`, `refill`)."""
+        self._bare_run = 0
+        """Python programs without imports in a row (`note_program`)."""
         self.parents = WarmParents(
             self._start_zygote,
             int(config.get('renew_execs', RENEW_EXECS)),
             float(config.get('renew_s', RENEW_S)),
             self.prep.scientific,
+            bare=bool(self.prep.preload),
         )
         self._leftover: str | None = None
         """The last execution's work dir, until `finish` has removed it."""
@@ -90,17 +96,31 @@ class SlotLife:
         return path
 
     def _take_spare(self, kind: str = LEAN, exact: bool = False) -> Spare:
-        """The waiting spare if it suits ``kind`` (a scientific spare also serves what a lean one
-        would, unless ``exact`` or ``RLIMIT_AS`` bounds memory: its address space is larger), else a
-        new one of ``kind``."""
+        """The waiting spare if it suits ``kind`` (`_suits`), else a new one of ``kind``."""
         spare, self.spare = self.spare, None
-        larger = not exact and self.spare_kind == SCIENTIFIC and self.jail.cgroup is not None
-        suits = self.spare_kind == kind or larger
-        if spare is not None and suits and spare.alive():
+        if spare is not None and self._suits(self.spare_kind, kind, exact) and spare.alive():
             return spare
         if spare is not None:
             self._discard(spare)
         return self._fork_spare(kind)
+
+    def _suits(self, have: str, want: str, exact: bool) -> bool:
+        """Whether a spare of kind ``have`` may serve a request for ``want``: the same kind; else, unless
+        ``exact`` or ``want`` is the scientific parent (whose warmth is the point), a bare or lean spare,
+        or a scientific one where ``RLIMIT_AS`` does not bound memory (its address space is larger)."""
+        if have == want:
+            return True
+        if exact or want == SCIENTIFIC:
+            return False
+        return have != SCIENTIFIC or self.jail.cgroup is not None
+
+    def note_program(self, kind: str) -> None:
+        """Remember the kind of parent a Python program asked for: the next spare's kind (`refill`).
+
+        Programs without imports make the next spares bare only after `BARE_RUN` of them in a row."""
+        self._bare_run = self._bare_run + 1 if kind == BARE else 0
+        if kind != BARE or self._bare_run >= BARE_RUN:
+            self.next_kind = kind
 
     def _discard(self, spare: Spare) -> None:
         try:
@@ -113,8 +133,11 @@ class SlotLife:
         """Fork the next execution's child ahead of its request (off the critical path), from the
         parent the last Python program needed (while it is ready)."""
         if self.spare is None:
-            kind = self.next_kind if self.parents.lineage(self.next_kind).ready() else LEAN
-            self.spare = self._fork_spare(kind)
+            lineage = self.parents.lineage(self.next_kind)
+            ready = lineage.ready()
+            if not ready:
+                lineage.start_background()
+            self.spare = self._fork_spare(self.next_kind if ready else LEAN)
 
     def finish(self) -> None:
         """Kill, reap and remove what the last execution left, off the reply's path.

@@ -20,17 +20,22 @@ from __future__ import annotations
 
 # Imported here, once, in the zygote: `atexit` is not loaded at start-up, and importing it in each
 # child would run the import machinery there, writing to pages shared with the zygote every time.
+import _signal
 import atexit
 import builtins
 import io
 import os
 import resource
-import signal
 import struct
 import sys
 import types
-from importlib.machinery import SourceFileLoader
-from typing import Any, NoReturn
+
+# `importlib.machinery.SourceFileLoader` itself, without importing `importlib` (see `judge.sandbox.lowlevel`)
+from _frozen_importlib_external import SourceFileLoader
+
+TYPE_CHECKING = False
+if TYPE_CHECKING:
+    from typing import Any, NoReturn
 
 DONE_RECORD = struct.Struct('>idq')
 """Exit status, CPU seconds (the process and its waited-for children) and peak RSS in KB."""
@@ -177,6 +182,8 @@ def prepare_interpreter(
     here = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
     sys.path[:] = [p for p in sys.path if p and p != here]
     _preload(preload or [])
+    # The compiler's first use in a process builds state of its own: done here once, not in every child
+    exec(compile('_ = 0', '<warm-up>', 'exec', dont_inherit=True), {})
     from judge.sandbox import parentprep  # used here only: no child can reach it
 
     if warm_up:
@@ -298,8 +305,8 @@ def run_python(source: str | None, filename: str, workdir: str, done_path: str |
     flush_status = _flush()  # always: output must go out whatever the status
     status = status or flush_status
     if interrupted:  # python3 then ends itself with the signal: no record, the server sees it
-        signal.signal(signal.SIGINT, signal.SIG_DFL)
-        os.kill(os.getpid(), signal.SIGINT)
+        _signal.signal(_signal.SIGINT, _signal.SIG_DFL)
+        os.kill(os.getpid(), _signal.SIGINT)
     if done_path is not None and os.getpid() == main_pid:
         _report_done(done_path, status)
     os._exit(status)

@@ -32,18 +32,21 @@ In a forked child, `serve` calls `judge.sandbox.child.run_spare`, which never re
 
 from __future__ import annotations
 
+import _signal
+import _socket
 import gc
 import os
 import select
-import signal
-import socket
 import struct
 import sys
-from typing import NoReturn
 
 from judge.sandbox import namespaces
 from judge.sandbox.child import ChildFds, ChildPrep, confine_forker, run_spare
 from judge.sandbox.warm import prepare_interpreter, stack_depth
+
+TYPE_CHECKING = False
+if TYPE_CHECKING:  # a warm parent: only the small modules `judge.sandbox.lowlevel` lists
+    from typing import NoReturn
 
 SOCK_FD, PACKAGE_FD, LANDLOCK_FD = 3, 4, 5
 PACKAGE_PATH = f'/proc/self/fd/{PACKAGE_FD}'
@@ -71,14 +74,15 @@ def _forget_the_judge() -> None:
 
 
 def _become_zygote(prep_message: bytes) -> ChildPrep:
-    namespaces.set_pdeathsig(signal.SIGKILL)
+    namespaces.set_pdeathsig(_signal.SIGKILL)
     prep = ChildPrep.from_message(prep_message, LANDLOCK_FD)
     if os.getppid() != prep.server_pid:  # the server died before the parent-death signal was set
         os._exit(0)
     namespaces.set_child_subreaper(True)
     # once for all children, whose `run_python` runs one frame deeper: BOOT → serve → run_spare → run_python
     scientific = prep.kind == 'scientific'
-    preload = prep.preload + (prep.scientific if scientific else [])
+    # the bare parent preloads nothing: the programs it serves import nothing
+    preload = [] if prep.kind == 'bare' else prep.preload + (prep.scientific if scientific else [])
     prepare_interpreter(prep.env, preload, frames_below=stack_depth() + 1, warm_up=scientific)
     _forget_the_judge()
     os.close(PACKAGE_FD)
@@ -98,7 +102,7 @@ def serve() -> NoReturn:  # pragma: no cover - runs in the zygote process
     zygote's socket (closed), pid numbers and the spare's own work dir, nothing else.
     """
     try:
-        sock = socket.socket(fileno=SOCK_FD)
+        sock = _socket.socket(fileno=SOCK_FD)
         prep = _become_zygote(sock.recv(MAX_MSG * 8))
         sock.send(b'R')
         listen = sock.fileno()
@@ -124,7 +128,7 @@ def serve() -> NoReturn:  # pragma: no cover - runs in the zygote process
                         run_spare(prep, ChildFds(ctrl_r, out_w, err_w, status_w), os.fsdecode(request[1:]))
                     spares[os.pidfd_open(pid)] = pid
                     ours = [ctrl_w, out_r, err_r, status_r]
-                    socket.send_fds(sock, [b'S' + PID.pack(pid)], ours)
+                    _send_fds(sock, b'S' + PID.pack(pid), ours)
                     for fd in (ctrl_r, out_w, err_w, status_w, *ours):
                         os.close(fd)
             _reap_others(set(spares.values()))
@@ -151,7 +155,12 @@ def _reap_others(spares: set[int]) -> None:  # pragma: no cover - runs in the zy
             return
 
 
-def _report(sock: socket.socket, pid: int, reaped: tuple[int, int, object]) -> None:  # pragma: no cover
+def _send_fds(sock: _socket.socket, data: bytes, fds: list[int]) -> None:  # pragma: no cover
+    """`socket.send_fds` without importing `socket` (it pulls in `enum` and `selectors`)."""
+    sock.sendmsg([data], [(_socket.SOL_SOCKET, _socket.SCM_RIGHTS, struct.pack(f'{len(fds)}i', *fds))])
+
+
+def _report(sock: _socket.socket, pid: int, reaped: tuple[int, int, object]) -> None:  # pragma: no cover
     _, status, usage = reaped
     cpu_s = usage.ru_utime + usage.ru_stime  # type: ignore[attr-defined]
     sock.send(b'X' + EXIT.pack(pid, status, cpu_s, usage.ru_maxrss))  # type: ignore[attr-defined]

@@ -35,7 +35,7 @@ SCIENTIFIC_PRELOAD = [*DEFAULT_PRELOAD, 'sympy', 'numpy']
 ``JUDGE_PYTHON_PRELOAD`` with sympy and numpy added."""
 SCIENTIFIC_PARENT = [m.strip() for m in Settings().python_scientific_preload.split(',') if m.strip()]
 """What every slot's scientific warm parent imports, as in production (``JUDGE_PYTHON_SCIENTIFIC_PRELOAD``)."""
-PARENT_KINDS = ('lean', 'scientific')
+PARENT_KINDS = ('lean', 'scientific', 'bare')
 PARENT_FIELD = 'parent'
 """The `ExecRequest` field naming the warm parent an execution goes through."""
 LIMITS = Limits(time_s=30.0, memory_mb=1024, capture_bytes=8 * 1024 * 1024)
@@ -69,6 +69,12 @@ def warm_parents() -> tuple[str, ...]:
 def parent_configs() -> list[Config]:
     """One warm configuration per parent the slot supports, on the default slot."""
     return [Config(f'parent-{kind}', 'warm', 'default', kind) for kind in warm_parents()]
+
+
+def runs(config: Config, program: Program) -> bool:
+    """Whether ``config`` runs ``program``: the bare parent only serves programs without imports (the
+    others would run there too, each paying its own imports, which the suite has no time for)."""
+    return config.parent != 'bare' or 'import' not in program.source
 
 
 def warm_configs() -> list[Config]:
@@ -164,6 +170,7 @@ def run_corpus(
             for c in configs
             if c.mode != 'fresh' and c.slot == slot_name
             for p in programs
+            if runs(c, p)
         ]
         while True:
             try:
