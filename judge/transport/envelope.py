@@ -23,12 +23,23 @@ from celery import Celery
 _DELIVERY_MODE_PERSISTENT = 2
 
 
+_PER_TASK = ('id', 'root_id', 'group_index', 'argsrepr')
+"""The headers `Envelopes.build` sets per message; the rest are the same for a whole request."""
+
+
 class Envelopes:
-    """Builds broker messages for one Celery app."""
+    """Builds broker messages for one Celery app.
+
+    Celery's ``as_task_v2`` runs once per request (the same name, queue, priority, expiry and group):
+    each message of the request is that one's headers and properties with its own task id, index,
+    ``argsrepr`` and delivery tag, and its own body.
+    """
 
     def __init__(self, app: Celery) -> None:
         self.app = app
         self.origin = f'gateway@{uuid.uuid4().hex[:8]}'
+        self._key: tuple[Any, ...] | None = None
+        self._template: tuple[dict[str, Any], dict[str, Any], dict[str, Any]] = ({}, {}, {})
 
     def build(
         self,
@@ -43,31 +54,26 @@ class Envelopes:
         argsrepr: str,
     ) -> str:
         """The JSON text of one task message, as kombu's Redis transport stores it."""
+        key = (name, queue, priority, expires_s, group_id)
+        if key != self._key:
+            self._template = self._request_template(name, queue, priority, expires_s, group_id)
+            self._key = key
+        common_headers, common_properties, embed = self._template
         task_id = str(uuid.uuid4())
-        headers, properties, body, _ = self.app.amqp.as_task_v2(
-            task_id,
-            name,
-            args=args,
-            expires=expires_s,
-            group_id=group_id,
-            group_index=group_index,
-            argsrepr=argsrepr,
-            kwargsrepr='{}',
-            ignore_result=True,
-            origin=self.origin,
-        )
-        data = json.dumps(body).encode()
-        properties.update(
-            reply_to=properties.get('reply_to') or self.app.thread_oid,
-            argsrepr=argsrepr,
-            kwargsrepr='{}',
-            delivery_mode=_DELIVERY_MODE_PERSISTENT,
-            expiration=str(int(expires_s * 1000)),
-            delivery_info={'exchange': '', 'routing_key': queue},
-            priority=priority,
-            body_encoding='base64',
-            delivery_tag=str(uuid.uuid4()),
-        )
+        headers = {
+            **common_headers,
+            'id': task_id,
+            'root_id': task_id,
+            'group_index': group_index,
+            'argsrepr': argsrepr,
+        }
+        properties = {
+            **common_properties,
+            'correlation_id': task_id,
+            'argsrepr': argsrepr,
+            'delivery_tag': str(uuid.uuid4()),
+        }
+        data = json.dumps((args, {}, embed)).encode()
         return json.dumps(
             {
                 'body': base64.b64encode(data).decode('ascii'),
@@ -77,3 +83,32 @@ class Envelopes:
                 'properties': properties,
             }
         )
+
+    def _request_template(
+        self, name: str, queue: str, priority: int, expires_s: float, group_id: str
+    ) -> tuple[dict[str, Any], dict[str, Any], dict[str, Any]]:
+        """Headers, properties and the body's third part shared by one request's messages."""
+        headers, properties, body, _ = self.app.amqp.as_task_v2(
+            '',
+            name,
+            args=(),
+            expires=expires_s,
+            group_id=group_id,
+            group_index=0,
+            argsrepr='',
+            kwargsrepr='{}',
+            ignore_result=True,
+            origin=self.origin,
+        )
+        properties.update(
+            reply_to=properties.get('reply_to') or self.app.thread_oid,
+            kwargsrepr='{}',
+            delivery_mode=_DELIVERY_MODE_PERSISTENT,
+            expiration=str(int(expires_s * 1000)),
+            delivery_info={'exchange': '', 'routing_key': queue},
+            priority=priority,
+            body_encoding='base64',
+        )
+        if body[1] != {} or set(_PER_TASK) - set(headers):
+            raise RuntimeError(f'unexpected Celery task message layout: {headers!r} {body!r}')
+        return headers, properties, body[2]
