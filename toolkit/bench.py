@@ -105,6 +105,7 @@ def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
     parser.add_argument('--sample-s', type=float, default=0.5, help='soak: RSS sampling period')
     parser.add_argument('--runtime-python', default='', help="math: the runtime's python (default: from /status)")
     parser.add_argument('--spawn-n', type=int, default=40, help='math: bare spawns per measurement')
+    parser.add_argument('--trivial-rounds', type=int, default=5, help='math: rounds of -I -S spawns + trivial phase')
     parser.add_argument('--spawn-concurrency', type=int, default=0, help='math: concurrent spawns (0: the workers)')
     parser.add_argument('--sci-n', type=int, default=300, help='capacity: scientific submissions')
     parser.add_argument('--rate', type=float, default=0.0, help='capacity: target submissions/s (else --burst)')

@@ -9,14 +9,17 @@ Four phases, in one run on one machine:
   both sent as ``--senders`` concurrent loops of ``--per-request`` submissions (rStar2-Agent's shape);
 * ``spawn``: the bare rate of ``python -c "import sympy, numpy"`` and of ``python3 -I -S -c pass`` in
   the node's submission runtime (``--runtime-python``, default: the one ``/status`` names), with as many
-  concurrent spawns as the cluster has worker processes, measured before and after the judge phases
-  (their mean is used, so drift during the run counts on both sides).
+  concurrent spawns as the cluster has worker processes.  The sympy+numpy spawns run before and after
+  the math phase (their mean is used, so drift during the run counts on both sides); the trivial phase
+  runs ``--trivial-rounds`` times, each right after its own ``-I -S`` spawns, and the median of the
+  rounds' ratios is reported (each round in ``trivial_rounds``).
 
 Before the phases, every kind of tool call is sent to every slot until each answers like a warm slot
 (its scientific parent started: `_warm_math`).  Reports submissions/s, the CPU per bare spawn and
 the two ratios the runtime is judged by: math rate / bare sympy+numpy rate, and trivial rate / bare
 ``-I -S`` rate; and the memory (PSS) of the largest slot and of its warm parents by kind, as the
-nodes publish it in ``/status`` (at most every 30 s, so it may lag the run a little).  With
+nodes publish it in ``/status`` (at most every 30 s: after the phases, small batches are sent until
+every slot has published since the warm-up, up to `MEMORY_WAIT_S`).  With
 ``--cpu``, also the stack's CPU per submission of each judge phase and the same ratios from CPU
 (bare spawn CPU / judge CPU per submission): what the rates' ratios are on an otherwise idle
 machine, steadier on a shared one.
@@ -29,6 +32,7 @@ import asyncio
 import math
 import os
 import resource
+import statistics
 import time
 from fractions import Fraction
 from typing import Any
@@ -175,10 +179,28 @@ WARM_COST_S = 0.25
 """A sympy tool call slower than this (wall) still ran without the scientific parent's warmth."""
 
 
-async def _slot_memory(client: JudgeClient) -> dict[str, Any]:
-    """PSS per slot (server, warm parents, spare) as the nodes published it in ``/status``."""
-    status = await client.status()
-    slots = [s for node in status.get('nodes') or [] for s in node.get('slots') or []]
+MEMORY_WAIT_S = 45.0
+"""How long `_slot_memory` waits for every slot to publish its memory anew (at most every 30 s)."""
+
+
+async def _fresh_slots(client: JudgeClient, since: float, timeout_s: float = MEMORY_WAIT_S) -> list[dict[str, Any]]:
+    """The slots of ``/status`` once each has published its memory after ``since`` (wall clock).
+
+    A pool process publishes after an execution, at most every 30 s: small unmeasured batches are
+    sent until every slot has (or ``timeout_s`` passed; then the last records seen)."""
+    deadline = time.monotonic() + timeout_s
+    while True:
+        status = await client.status()
+        slots = [s for node in status.get('nodes') or [] for s in node.get('slots') or []]
+        if (slots and all(float(s.get('updated_at') or 0) >= since for s in slots)) or time.monotonic() > deadline:
+            return slots
+        await client.run_batch([Submission('print(1)')] * max(2, len(slots)), timeout_s=60)
+        await asyncio.sleep(2.0)
+
+
+async def _slot_memory(client: JudgeClient, since: float) -> dict[str, Any]:
+    """PSS per slot (server, warm parents, spare) as the nodes published it in ``/status`` after ``since``."""
+    slots = await _fresh_slots(client, since)
     totals = [int((s.get('memory') or {}).get('total_pss_kb') or 0) for s in slots]
     kinds: dict[str, list[int]] = {}
     for slot in slots:
@@ -197,11 +219,12 @@ async def math_scenario(client: JudgeClient, args: argparse.Namespace) -> dict[s
     bare = [python, '-I', '-S', '-c', 'pass']
     spawns = [await spawn_rate(heavy, args.spawn_n, concurrency), await spawn_rate(bare, args.spawn_n, concurrency)]
     await _warm_math(client, workers)
+    warm_at = time.time()  # every slot's parents have started: memory published after this counts them
     math_phase = await _phase(client, [math_case(i) for i in range(args.n)], args)
-    trivial = await _phase(client, [('print(sum(range(10)))', '45')] * args.n, args)
     spawns += [await spawn_rate(heavy, args.spawn_n, concurrency), await spawn_rate(bare, args.spawn_n, concurrency)]
+    rounds = await _trivial_rounds(client, bare, concurrency, args)
+    trivial = {k: statistics.median(r[k] for r in rounds) for k in rounds[0]}
     heavy_rate = (spawns[0]['per_s'] + spawns[2]['per_s']) / 2
-    bare_rate = (spawns[1]['per_s'] + spawns[3]['per_s']) / 2
     out: dict[str, Any] = {
         'n': args.n,
         'runtime_python': python,
@@ -209,18 +232,42 @@ async def math_scenario(client: JudgeClient, args: argparse.Namespace) -> dict[s
         'math_per_s': math_phase['per_s'],
         'trivial_per_s': trivial['per_s'],
         'bare_sympy_numpy_spawn_per_s': heavy_rate,
-        'bare_python_IS_spawn_per_s': bare_rate,
+        'bare_python_IS_spawn_per_s': trivial['bare_per_s'],
         'ratio_math_vs_bare_sympy_numpy': math_phase['per_s'] / heavy_rate,
-        'ratio_trivial_vs_bare_python_IS': trivial['per_s'] / bare_rate,
+        'ratio_trivial_vs_bare_python_IS': trivial['ratio'],
         'bare_sympy_numpy_cpu_ms': (spawns[0]['cpu_ms'] + spawns[2]['cpu_ms']) / 2,
-        'bare_python_IS_cpu_ms': (spawns[1]['cpu_ms'] + spawns[3]['cpu_ms']) / 2,
-        'wrong': math_phase['wrong'] + trivial['wrong'],
+        'bare_python_IS_cpu_ms': trivial['bare_cpu_ms'],
+        'wrong': math_phase['wrong'] + sum(int(r['wrong']) for r in rounds),
         'wrong_math': math_phase['wrong'],
+        'trivial_rounds': rounds,
     }
-    out |= await _slot_memory(client)
-    for name, phase in (('math', math_phase), ('trivial', trivial)):
-        out |= {f'{name}_{k}': v for k, v in phase.items() if k.endswith('cpu_ms')}
+    out |= await _slot_memory(client, warm_at)
+    out |= {f'math_{k}': v for k, v in math_phase.items() if k.endswith('cpu_ms')}
+    out |= {f'trivial_{k}': v for k, v in trivial.items() if k.endswith('cpu_ms') and not k.startswith('bare')}
     if args.cpu:  # CPU per submission against CPU per bare spawn: the rates' ratio on an idle machine
         out['cpu_ratio_math_vs_bare_sympy_numpy'] = out['bare_sympy_numpy_cpu_ms'] / math_phase['cpu_ms']
-        out['cpu_ratio_trivial_vs_bare_python_IS'] = out['bare_python_IS_cpu_ms'] / trivial['cpu_ms']
+        out['cpu_ratio_trivial_vs_bare_python_IS'] = trivial['cpu_ratio']
     return out
+
+
+async def _trivial_rounds(
+    client: JudgeClient, bare: list[str], concurrency: int, args: argparse.Namespace
+) -> list[dict[str, float]]:
+    """``--trivial-rounds`` rounds of bare ``-I -S`` spawns then ``--n`` trivial programs, each round's
+    trivial rate (and CPU) against its own spawns': a shared machine's load drifts less within a round."""
+    rounds = []
+    for _ in range(max(1, args.trivial_rounds)):
+        spawn = await spawn_rate(bare, args.spawn_n, concurrency)
+        phase = await _phase(client, [('print(sum(range(10)))', '45')] * args.n, args)
+        row = {
+            'per_s': phase['per_s'],
+            'bare_per_s': spawn['per_s'],
+            'ratio': phase['per_s'] / spawn['per_s'],
+            'bare_cpu_ms': spawn['cpu_ms'],
+            'wrong': phase['wrong'],
+        }
+        if args.cpu:
+            row |= {k: v for k, v in phase.items() if k.endswith('cpu_ms')}
+            row['cpu_ratio'] = spawn['cpu_ms'] / phase['cpu_ms']
+        rounds.append(row)
+    return rounds
