@@ -114,10 +114,23 @@ def test_process_kinds_from_names_and_tree() -> None:
 
 def test_cpu_delta_counts_reaped_children_as_their_kind() -> None:
     before = {(24, 'own'): ('zygote', 1.0), (24, 'reaped'): ('program', 2.0), (25, 'own'): ('program', 0.1)}
-    # 25 exited and was reaped: its 0.1 s moved into 24's reaped time, plus 0.3 s of new children.
+    # 25 exited and was reaped: its 0.1 s (all before the window) moved into 24's reaped time, plus
+    # 0.3 s of new children: the window used 0.3 s of program CPU.
     after = {(24, 'own'): ('zygote', 1.2), (24, 'reaped'): ('program', 2.4)}
     used = cpu_delta(before, after)
-    assert used == pytest.approx({'zygote': 0.2, 'program': 0.4})
+    assert used == pytest.approx({'zygote': 0.2, 'program': 0.3})
+
+
+def test_cpu_delta_counts_a_replaced_warm_parent_from_the_first_snapshot_only() -> None:
+    # zygote 24 (5 s of its own, 40 s of its children's) is replaced by 26 and reaped by the slot server
+    # 22: 22's reaped time grows by 24's whole life, 5.1 + 40.5 s, of which 0.6 s in the window.
+    before = {(22, 'own'): ('slot_server', 1.0), (22, 'reaped'): ('zygote', 0.0)}
+    before |= {(24, 'own'): ('zygote', 5.0), (24, 'reaped'): ('program', 40.0)}
+    after = {(22, 'own'): ('slot_server', 1.1), (22, 'reaped'): ('zygote', 45.6)}
+    after |= {(26, 'own'): ('zygote', 0.2), (26, 'reaped'): ('program', 0.7)}
+    used = cpu_delta(before, after)
+    assert sum(used.values()) == pytest.approx(0.1 + 0.6 + 0.2 + 0.7)
+    assert used['slot_server'] == pytest.approx(0.1) and used['program'] == pytest.approx(0.7)
 
 
 @pytest.mark.integration

@@ -139,11 +139,23 @@ def cpu_snapshot(pattern: str = DEFAULT_MATCH, root_pid: int | None = None) -> S
     return out
 
 
+_REAPED_IN_STACK = frozenset(_CHILD_KIND.values())
+"""Kinds whose processes are reaped by a parent of the stack (`_CHILD_KIND`)."""
+
+
 def cpu_delta(before: Snapshot, after: Snapshot) -> dict[str, float]:
-    """CPU seconds used per kind between two snapshots (new processes count from zero)."""
+    """CPU seconds used per kind between two snapshots (new processes count from zero).
+
+    A process of the first snapshot that a parent of the stack reaped before the second (a warm
+    parent replaced, a pool process recycled) shows its whole life's CPU in that parent's reaped
+    part: what it had used by the first snapshot is taken off again, under its own kind."""
     used: dict[str, float] = {}
     for key, (kind, cpu_s) in after.items():
         used[kind] = used.get(kind, 0.0) + cpu_s - before.get(key, (kind, 0.0))[1]
+    for (pid, part), (_, cpu_s) in before.items():
+        own_kind = before.get((pid, 'own'), ('other', 0.0))[0]
+        if (pid, part) not in after and own_kind in _REAPED_IN_STACK:
+            used[own_kind] = used.get(own_kind, 0.0) - cpu_s
     return used
 
 
