@@ -27,6 +27,7 @@ while f is not None:
     f = f.f_back
 needles = [v[::-1] for v in P['reversed_values']]  # never in the source text as they are
 seen, todo, hits = {id(needles), *map(id, needles)}, list(gc.get_objects()) + list(sys.modules.values()), []
+defaults = set()  # functions' keyword defaults: code (keep_writable=()), not the server's configuration
 todo += [sys.getrecursionlimit, sys.setrecursionlimit, sys._getframe()]
 while todo and len(seen) < 400000:
     obj = todo.pop()
@@ -37,7 +38,8 @@ while todo and len(seen) < 400000:
         hits.append(obj.__name__)
     elif isinstance(obj, types.FunctionType) and judge(obj.__module__):
         hits.append(obj.__module__)
-    elif isinstance(obj, dict) and any(k in obj for k in P['config_keys']):
+        defaults.add(id(obj.__kwdefaults__))
+    elif isinstance(obj, dict) and id(obj) not in defaults and any(k in obj for k in P['config_keys']):
         hits.append('config dict')
     elif isinstance(obj, str) and any(v in obj for v in needles):
         hits.append('config value')
@@ -100,6 +102,8 @@ WARM_PARENT_MODULES = {
     'judge.sandbox.namespaces',
     'judge.sandbox.seccomp',
     'judge.sandbox.lazylog',
+    'judge.sandbox.lowlevel',
+    'judge.sandbox.libc',
 }
 """What forks and prepares a child (see docs/attacks.md); never the server, the jail or anything of the worker."""
 
