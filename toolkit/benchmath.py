@@ -217,14 +217,14 @@ async def math_scenario(client: JudgeClient, args: argparse.Namespace) -> dict[s
     concurrency = args.spawn_concurrency or workers
     heavy = [python, '-c', 'import sympy, numpy']
     bare = [python, '-I', '-S', '-c', 'pass']
-    spawns = [await spawn_rate(heavy, args.spawn_n, concurrency), await spawn_rate(bare, args.spawn_n, concurrency)]
+    spawns = [await spawn_rate(heavy, args.spawn_n, concurrency)]
     await _warm_math(client, workers)
     warm_at = time.time()  # every slot's parents have started: memory published after this counts them
     math_phase = await _phase(client, [math_case(i) for i in range(args.n)], args)
-    spawns += [await spawn_rate(heavy, args.spawn_n, concurrency), await spawn_rate(bare, args.spawn_n, concurrency)]
+    spawns.append(await spawn_rate(heavy, args.spawn_n, concurrency))
     rounds = await _trivial_rounds(client, bare, concurrency, args)
     trivial = {k: statistics.median(r[k] for r in rounds) for k in rounds[0]}
-    heavy_rate = (spawns[0]['per_s'] + spawns[2]['per_s']) / 2
+    heavy_rate = (spawns[0]['per_s'] + spawns[1]['per_s']) / 2
     out: dict[str, Any] = {
         'n': args.n,
         'runtime_python': python,
@@ -235,7 +235,7 @@ async def math_scenario(client: JudgeClient, args: argparse.Namespace) -> dict[s
         'bare_python_IS_spawn_per_s': trivial['bare_per_s'],
         'ratio_math_vs_bare_sympy_numpy': math_phase['per_s'] / heavy_rate,
         'ratio_trivial_vs_bare_python_IS': trivial['ratio'],
-        'bare_sympy_numpy_cpu_ms': (spawns[0]['cpu_ms'] + spawns[2]['cpu_ms']) / 2,
+        'bare_sympy_numpy_cpu_ms': (spawns[0]['cpu_ms'] + spawns[1]['cpu_ms']) / 2,
         'bare_python_IS_cpu_ms': trivial['bare_cpu_ms'],
         'wrong': math_phase['wrong'] + sum(int(r['wrong']) for r in rounds),
         'wrong_math': math_phase['wrong'],

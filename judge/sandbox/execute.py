@@ -16,7 +16,7 @@ from typing import Any, NamedTuple
 
 from judge.sandbox.child import SETUP_FAILED_EXIT, encode_plan
 from judge.sandbox.limits import Limits
-from judge.sandbox.protocol import write_all
+from judge.sandbox.lowlevel import write_all
 from judge.sandbox.warm import DONE_RECORD
 
 _READ_CHUNK = 65536

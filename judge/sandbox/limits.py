@@ -6,10 +6,6 @@ import math
 import resource
 from typing import Any, NamedTuple
 
-from judge.sandbox.lowlevel import apply_rlimits
-
-__all__ = ['Limits', 'apply_rlimits', 'rlimits']
-
 
 class Limits(NamedTuple):
     """Resource limits of one execution.

@@ -14,8 +14,6 @@ from typing import Any
 from judge.sandbox.errors import ProtocolError
 from judge.sandbox.lowlevel import read_exact, write_all
 
-__all__ = ['MAX_FRAME_BYTES', 'read_exact', 'recv_message', 'send_message', 'write_all']
-
 _LEN = struct.Struct('>I')
 MAX_FRAME_BYTES = 256 * 1024 * 1024
 

@@ -8,7 +8,7 @@ import shutil
 from typing import Any, Protocol
 
 from judge.sandbox.cleanup import remove_entry
-from judge.sandbox.protocol import write_all
+from judge.sandbox.lowlevel import write_all
 
 _NEW_FILE = os.O_WRONLY | os.O_CREAT | os.O_TRUNC | os.O_NOFOLLOW | os.O_CLOEXEC
 
