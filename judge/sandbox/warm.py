@@ -33,6 +33,8 @@ import types
 # `importlib.machinery.SourceFileLoader` itself, without importing `importlib` (see `judge.sandbox.lowlevel`)
 from _frozen_importlib_external import SourceFileLoader
 
+from judge.sandbox.recursion import hide_frames
+
 TYPE_CHECKING = False
 if TYPE_CHECKING:
     from typing import Any, NoReturn
@@ -96,44 +98,6 @@ def _flush() -> int:
         except Exception:
             status = 120
     return status
-
-
-def stack_depth() -> int:
-    """How many frames the caller's stack holds, the caller's own included."""
-    depth, frame = 0, sys._getframe(1)
-    while frame is not None:
-        depth += 1
-        frame = frame.f_back  # type: ignore[assignment]
-    return depth
-
-
-_RECURSION_SHIMS = """\
-def getrecursionlimit():
-    return _get() - _extra
-def setrecursionlimit(limit, /):
-    _set(limit + _extra)
-"""
-
-
-def _hide_frames(extra: int) -> None:
-    """Give user code the recursion budget of a fresh interpreter despite our frames below it.
-
-    The replacements are built in a namespace of their own: their globals hold the two originals
-    and the frame count, nothing of this module's.
-    """
-    namespace: dict[str, object] = {
-        '__builtins__': {},
-        '_get': sys.getrecursionlimit,
-        '_set': sys.setrecursionlimit,
-        '_extra': extra,
-    }
-    exec(compile(_RECURSION_SHIMS, '<sys>', 'exec'), namespace)
-    shims: dict[str, Any] = {name: namespace[name] for name in ('getrecursionlimit', 'setrecursionlimit')}
-    for name, shim in shims.items():
-        shim.__doc__ = getattr(sys, name).__doc__
-        shim.__module__ = 'sys'
-    sys.setrecursionlimit(1000 + extra)
-    sys.getrecursionlimit, sys.setrecursionlimit = shims['getrecursionlimit'], shims['setrecursionlimit']
 
 
 def _preload(modules: list[str]) -> None:
@@ -203,7 +167,7 @@ def prepare_interpreter(
         os.close(write_end)
         os.close(read_end)
     _fresh_streams()
-    _hide_frames(frames_below + 1)
+    hide_frames(frames_below + 1)
     global _main
     _main = types.ModuleType('__main__')
     # What a fresh interpreter's __main__ holds besides __name__, __doc__, __package__, __spec__.

@@ -42,7 +42,8 @@ import sys
 
 from judge.sandbox import namespaces
 from judge.sandbox.child import ChildFds, ChildPrep, confine_forker, run_spare
-from judge.sandbox.warm import prepare_interpreter, stack_depth
+from judge.sandbox.recursion import stack_depth
+from judge.sandbox.warm import prepare_interpreter
 
 TYPE_CHECKING = False
 if TYPE_CHECKING:  # a warm parent: only the small modules `judge.sandbox.lowlevel` lists

@@ -104,6 +104,7 @@ WARM_PARENT_MODULES = {
     'judge.sandbox.lazylog',
     'judge.sandbox.lowlevel',
     'judge.sandbox.libc',
+    'judge.sandbox.recursion',
 }
 """What forks and prepares a child (see docs/attacks.md); never the server, the jail or anything of the worker."""
 
