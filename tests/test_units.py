@@ -7,12 +7,20 @@ import os
 import subprocess
 import sys
 from pathlib import Path
+from typing import Any
 
 import pytest
-from pydantic import ValidationError
+from pydantic import BaseModel, ValidationError
 
 from judge.checker import check_exact, check_strip, check_tokens, get_checker
-from judge.contracts import BatchSubmission, ResultReason, Submission, Verdict
+from judge.contracts import (
+    BatchJudgeTestsRequest,
+    BatchSubmission,
+    JudgeTestsRequest,
+    ResultReason,
+    Submission,
+    Verdict,
+)
 from judge.sandbox.execute import _Done
 from judge.sandbox.warm import DONE_RECORD
 from judge.settings import Settings
@@ -84,6 +92,25 @@ def test_submission_contract() -> None:
         Submission.model_validate({'type': 'math', 'solution': 'x'})
     with pytest.raises(ValidationError):
         BatchSubmission.model_validate({'submissions': []})
+
+
+_JOB = {'type': 'python', 'solution': 'x', 'tests': [{'expected_output': '1'}]}
+_REQUESTS: dict[str, tuple[type[BaseModel], dict[str, Any]]] = {
+    'submission': (Submission, {'type': 'python', 'solution': 'x'}),
+    'batch': (BatchSubmission, {'submissions': [{'type': 'python', 'solution': 'x'}]}),
+    'tests': (JudgeTestsRequest, _JOB),
+    'tests_batch': (BatchJudgeTestsRequest, {'jobs': [_JOB]}),
+}
+
+
+@pytest.mark.parametrize('kind', sorted(_REQUESTS))
+def test_every_request_fills_and_checks_its_id(kind: str) -> None:
+    model, body = _REQUESTS[kind]
+    ids = {model.model_validate(body | {'sub_id': given}).model_dump()['sub_id'] for given in (None, '', None)}
+    assert len(ids) == 3 and all(i and len(i) == 36 for i in ids)  # a fresh uuid4 string each time
+    assert model.model_validate(body | {'sub_id': 'mine', 'unknown': 1}).model_dump()['sub_id'] == 'mine'
+    with pytest.raises(ValidationError, match='lone surrogate'):
+        model.model_validate(body | {'sub_id': 'a\ud800b'})
 
 
 def _imports(path: Path) -> set[str]:

@@ -7,7 +7,7 @@ and optional for clients.  Of the judge, only the checker names (`judge.checker`
 from __future__ import annotations
 
 import uuid
-from typing import Annotated, Literal, cast
+from typing import Annotated, Literal, Self, cast
 
 from pydantic import BaseModel, ConfigDict, Field, field_validator, model_validator
 
@@ -38,12 +38,28 @@ SEED_DOC = (
 )
 
 
-class Submission(BaseModel):
-    """One piece of code to run, upstream's `Submission`."""
+class _Identified(BaseModel):
+    """A request body's optional ``sub_id``: checked as text, a fresh id when absent (as upstream does)."""
 
     model_config = ConfigDict(extra='ignore')
 
     sub_id: str | None = None
+
+    @field_validator('sub_id')
+    @classmethod
+    def _id_text(cls, value: str | None) -> str | None:
+        return _check_unicode(value)
+
+    @model_validator(mode='after')
+    def _fill_id(self) -> Self:
+        if not self.sub_id:
+            self.sub_id = new_id()
+        return self
+
+
+class Submission(_Identified):
+    """One piece of code to run, upstream's `Submission`."""
+
     type: Language
     options: dict[str, str] | None = None
     solution: str
@@ -51,7 +67,7 @@ class Submission(BaseModel):
     expected_output: str | None = None
     seed: int | None = Field(default=None, ge=0, le=SEED_MAX, description=SEED_DOC)
 
-    @field_validator('sub_id', 'solution', 'input', 'expected_output')
+    @field_validator('solution', 'input', 'expected_output')
     @classmethod
     def _text(cls, value: str | None) -> str | None:
         return _check_unicode(value)
@@ -64,37 +80,17 @@ class Submission(BaseModel):
             _check_unicode(item)
         return value
 
-    @model_validator(mode='after')
-    def _fill_id(self) -> Submission:
-        if not self.sub_id:
-            self.sub_id = new_id()
-        return self
-
     def payload(self) -> RunPayload:
         """What a worker needs of this submission (every field but `options`; `seed` when set)."""
         exclude = {'options'} if self.seed is not None else {'options', 'seed'}
         return cast(RunPayload, self.model_dump(mode='json', exclude=exclude))
 
 
-class BatchSubmission(BaseModel):
+class BatchSubmission(_Identified):
     """Upstream's `BatchSubmission`: at least one submission, results come back in order."""
 
-    model_config = ConfigDict(extra='ignore')
-
-    sub_id: str | None = None
     type: Literal['batch'] = 'batch'
     submissions: Annotated[list[Submission], Field(min_length=1)]
-
-    @field_validator('sub_id')
-    @classmethod
-    def _text(cls, value: str | None) -> str | None:
-        return _check_unicode(value)
-
-    @model_validator(mode='after')
-    def _fill_id(self) -> BatchSubmission:
-        if not self.sub_id:
-            self.sub_id = new_id()
-        return self
 
 
 class CompileInfo(BaseModel):
@@ -169,12 +165,9 @@ class TestCase(BaseModel):
     expected_output: str
 
 
-class JudgeTestsRequest(BaseModel):
+class JudgeTestsRequest(_Identified):
     """`POST /judge/tests`: one solution, compiled once, judged on every test."""
 
-    model_config = ConfigDict(extra='ignore')
-
-    sub_id: str | None = None
     type: Language
     solution: str
     tests: Annotated[list[TestCase], Field(min_length=1)]
@@ -190,12 +183,6 @@ class JudgeTestsRequest(BaseModel):
     def _checker(cls, value: str) -> str:
         get_checker(value)  # ValueError (422) for a name the workers would not know
         return value
-
-    @model_validator(mode='after')
-    def _fill_id(self) -> JudgeTestsRequest:
-        if not self.sub_id:
-            self.sub_id = new_id()
-        return self
 
 
 class TestResult(JudgeResult):
@@ -222,19 +209,10 @@ class JudgeTestsResult(BaseModel):
     tests: list[TestResult]
 
 
-class BatchJudgeTestsRequest(BaseModel):
+class BatchJudgeTestsRequest(_Identified):
     """`POST /judge/tests/batch`: many `/judge/tests` jobs at once."""
 
-    model_config = ConfigDict(extra='ignore')
-
-    sub_id: str | None = None
     jobs: Annotated[list[JudgeTestsRequest], Field(min_length=1)]
-
-    @model_validator(mode='after')
-    def _fill_id(self) -> BatchJudgeTestsRequest:
-        if not self.sub_id:
-            self.sub_id = new_id()
-        return self
 
 
 class BatchJudgeTestsResult(BaseModel):
