@@ -136,7 +136,8 @@ def test_python_sees_only_its_own_world_and_the_warm_parent(stack: Stack, gatewa
         # reachable through the frames below the program: the warm parent's own modules, nothing else
         assert set(got['hits']) <= WARM_PARENT_MODULES and got['walked'] > 1000, (got['hits'], got['walked'])
         assert got['frames'] == ['run_python', 'run_spare', 'serve', '<module>'], got['frames']
-        shims = ['__builtins__', '_extra', '_get', '_set', 'getrecursionlimit', 'setrecursionlimit']
+        shims = ['_Args', '__builtins__', '_below', '_extra', '_get', '_set', '_start', '_sys']
+        shims += ['getrecursionlimit', 'setrecursionlimit', 'start_new', 'start_new_thread']
         assert got['shim_globals'] == shims, got['shim_globals']  # a namespace of their own
         assert got['procs'] == [got['me']], got['procs']  # /proc shows only the program's own processes
         assert got['cmdline_1'] == 'ENOENT' and got['parent_cmdline'] == 'ENOENT', got

@@ -20,13 +20,7 @@ from tests.fidelity.harness import FRESH, Config, Outcome, parent_configs, run, 
 pytestmark = pytest.mark.timeout(1800)  # the first test runs the whole corpus (fixture `outcomes`)
 
 ALL_WARM = None
-KNOWN_GAPS: dict[str, tuple[str, frozenset[str] | None]] = {
-    'contexts.recursion_in_thread': (
-        "the recursion limit is raised by the warm child's hidden frames, and threads get that extra budget "
-        '(1000 frames deep instead of 995)',
-        ALL_WARM,
-    ),
-}
+KNOWN_GAPS: dict[str, tuple[str, frozenset[str] | None]] = {}
 
 
 def _params() -> list[object]:

@@ -18,6 +18,12 @@ PROGRAMS = programs(
             f'import sys, threading\n{_DEPTH}out = []\nt = threading.Thread(target=lambda: out.append(depth()))\n'
             't.start(); t.join()\nprint(out)'
         ),
+        'recursion_in_thread_lowered': (
+            f'import sys, threading, _thread, time\n{_DEPTH}sys.setrecursionlimit(200)\nout = []\n'
+            't = threading.Thread(target=lambda: out.append(depth()))\nt.start(); t.join()\n'
+            '_thread.start_new_thread(lambda: out.append(depth()), ())\n'
+            'while len(out) < 2:\n    time.sleep(0.01)\nprint(out, depth())'
+        ),
         'sympy_deep_recursion': (
             'import sys\nimport sympy as sp\nx = sp.Symbol("x")\ne = x\nfor i in range(60):\n    e = sp.sin(e)\n'
             'print(sp.count_ops(e), len(str(e)))\nsys.setrecursionlimit(40)\ntry:\n    sp.srepr(e)\n'

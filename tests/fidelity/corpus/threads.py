@@ -57,6 +57,17 @@ PROGRAMS = programs(
             'print(round(float(np.abs(linalg.lu_solve((lu, piv), np.ones(120))).sum()), 8))\n'
             'print(len(os.listdir("/proc/self/task")), os.cpu_count() == len(os.sched_getaffinity(0)) or "restricted")'
         ),
+        'raw_thread_exception_and_exit': (
+            'import _thread, time\ndef boom(x, y=0):\n    raise ValueError(f"raw {x} {y}")\n'
+            'def leave():\n    raise SystemExit(3)\n_thread.start_new_thread(boom, (1,), {"y": 2})\n'
+            '_thread.start_new_thread(leave, ())\ntime.sleep(0.3)\nprint("main continues")'
+        ),
+        'raw_thread_bad_arguments': (
+            'import _thread\ndef f():\n    pass\n'
+            'for args in [(f,), (f, []), (1, ()), (f, (), None), (f, (), {}, 1)]:\n'
+            '    try:\n        _thread.start_new_thread(*args)\n    except TypeError as e:\n        print(e)\n'
+            'try:\n    _thread.start_new_thread(function=f, args=())\nexcept TypeError as e:\n    print(e)'
+        ),
         'threads_and_numpy_concurrently': (
             'import threading\nimport numpy as np\nout = {}\ndef work(i):\n'
             '    out[i] = float(np.linalg.det(np.eye(50) * (i + 1)))\n'
