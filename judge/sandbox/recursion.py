@@ -113,13 +113,11 @@ def hide_frames(extra: int) -> None:
     exec(compile(_SHIMS, '<sys>', 'exec'), namespace)
     shims: dict[str, Any] = {name: namespace[name] for name in ('getrecursionlimit', 'setrecursionlimit')}
     threads: dict[str, Any] = {name: namespace[name] for name in ('start_new_thread', 'start_new')}
+    sys.setrecursionlimit(1000 + extra)  # with the original, before the shims replace it
     for module, replacements in ((sys, shims), (_thread, threads)):
         for name, shim in replacements.items():
             shim.__doc__ = getattr(module, name).__doc__
             shim.__module__ = module.__name__
-    sys.setrecursionlimit(1000 + extra)
-    for module, replacements in ((sys, shims), (_thread, threads)):
-        for name, shim in replacements.items():
             setattr(module, name, shim)
     threading = sys.modules.get('threading')
     if threading is not None:  # already imported: it keeps its own reference to the original
