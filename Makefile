@@ -28,7 +28,7 @@ runtime: install
 	@$(PY) -m judge.runtime.build
 
 run: install runtime
-	$(PY) -m scripts.stack
+	$(PY) -m judge.stack
 
 test: install runtime
 	@scripts/system-deps.sh --test
@@ -152,11 +152,11 @@ SOAK_ARGS ?= --senders 16 --per-request 32 --agents 1024
 soak: install
 	@scripts/system-deps.sh --test
 	@set -euo pipefail; mkdir -p .run; \
-	ports=($$($(PY) -c 'from scripts.stack import free_port; print(free_port(), free_port(), free_port())')); \
+	ports=($$($(PY) -c 'from judge.stack import free_port; print(free_port(), free_port(), free_port())')); \
 	env -u REDIS_URI JUDGE_GATEWAY_PORT=$${ports[0]} JUDGE_FLOWER_PORT=$${ports[1]} JUDGE_REDIS_PORT=$${ports[2]} \
-		$(PY) -m scripts.stack > .run/soak-stack.log 2>&1 & stack=$$!; \
+		$(PY) -m judge.stack > .run/soak-stack.log 2>&1 & stack=$$!; \
 	trap 'kill -TERM $$stack; wait $$stack || true' EXIT; \
-	$(PY) -c "from scripts.stack import wait_port; wait_port($${ports[0]}, 60)"; \
+	$(PY) -c "from judge.stack import wait_port; wait_port($${ports[0]}, 60)"; \
 	$(PY) -m toolkit.bench soak --url http://127.0.0.1:$${ports[0]} --n $(SOAK_N) $(SOAK_ARGS) \
 		--cpu --cpu-root $$stack --redis-url redis://127.0.0.1:$${ports[2]}/0
 

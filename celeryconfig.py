@@ -19,7 +19,7 @@ _wiring = transport.wiring(_s)
 # One broker shard (JUDGE_BROKER_SHARDS, JUDGE_WORKER_SHARD; REDIS_URI when there is one): a worker
 # consumes from it and answers through it.  The gateway builds one app per shard (judge.transport.router).
 broker_url = _s.broker_url
-# fast: judge.transport.kombu_redis.Transport (a reused client, packed acks); stock: kombu's own.
+# fast: judge.transport.internals.kombu_redis.Transport (a reused client, packed acks); stock: kombu's own.
 broker_transport = _wiring.broker_transport
 # The stock path's answers; the fast path answers on per-request reply lists and stores nothing here.
 result_backend = _s.broker_url
@@ -49,7 +49,7 @@ worker_send_task_events = _s.task_events
 task_send_sent_event = False
 worker_hijack_root_logger = False
 worker_redirect_stdouts = False
-# fast: judge.transport.consumer.Consumer (coalesced event flushes); stock: Celery's.
+# fast: judge.transport.internals.consumer.Consumer (coalesced event flushes); stock: Celery's.
 worker_consumer = _wiring.worker_consumer
 
 task_soft_time_limit = _s.task_soft_time_limit_s

@@ -37,7 +37,7 @@ router = APIRouter()
 
 
 def payloads_for(job: JudgeTestsRequest) -> list[RunPayload]:
-    """One worker payload per test; each carries the checker name (`judge.runner.Runner.run`)."""
+    """One worker payload per test; each carries the checker name (`judge.worker.runner.Runner.run`)."""
     payloads: list[RunPayload] = [
         {
             'sub_id': f'{job.sub_id}:{i}',

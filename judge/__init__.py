@@ -9,7 +9,7 @@ from __future__ import annotations
 from judge.version import VERSION
 
 TYPE_CHECKING = False
-if TYPE_CHECKING:  # not `typing`: the sandbox's warm parents import this package (`judge.sandbox.lowlevel`)
+if TYPE_CHECKING:  # not `typing`: the sandbox's warm parents import this package (`judge.sandbox.fdio`)
     from typing import Any
 
 __version__ = VERSION

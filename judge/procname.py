@@ -1,4 +1,4 @@
-"""Process names (``/proc/self/comm``, what ``ps``, ``top`` and `toolkit.cpu` show) for the judge's own
+"""Process names (``/proc/self/comm``, what ``ps``, ``top`` and `toolkit.bench.cpu` show) for the judge's own
 processes: ``judge-gateway``, ``judge-consumer`` (a worker instance's main process), ``judge-pool``
 (its pool processes).  Command lines stay as they were."""
 

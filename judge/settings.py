@@ -2,7 +2,8 @@
 
 Every field has a working default, so nothing needs to be set to run locally.  Upstream's names
 (`REDIS_URI`, `MAX_EXECUTION_TIME`, ...) keep their meaning; our additions start with `JUDGE_`.
-Read only at the edges (`celeryconfig.py`, `api/main.py`, `judge/tasks.py`, `judge/transport/request.py`).
+Read only at the edges (`celeryconfig.py`, `api/main.py`, `judge/worker/tasks.py`,
+`judge/transport/internals/request.py`).
 """
 
 from __future__ import annotations
@@ -18,8 +19,9 @@ from pydantic import AliasChoices, Field, model_validator
 from pydantic_settings import BaseSettings, SettingsConfigDict
 
 
-def _default_python() -> str:
-    # The interpreter must be readable by the sandbox's unprivileged uids; pyenv's lives in /root.
+def default_python() -> str:
+    """The system's python3 (the interpreter must be readable by the sandbox's unprivileged uids)."""
+    # pyenv's interpreter lives in /root, which the slot uids cannot read.
     for candidate in ('/usr/bin/python3', '/usr/local/bin/python3'):
         if os.access(candidate, os.X_OK):
             return os.path.realpath(candidate)
@@ -50,7 +52,7 @@ import.  Each costs its memory in every fork and exit of every execution; one th
 costs its import time in each program importing it."""
 
 DEFAULT_SCIENTIFIC_PRELOAD = 'sympy,numpy'
-"""The scientific warm parent's extra imports (`judge.sandbox.parentprep` warms them up)."""
+"""The scientific warm parent's extra imports (`judge.sandbox.zygote.prepare` warms them up)."""
 
 
 class Settings(BaseSettings):
@@ -81,9 +83,7 @@ class Settings(BaseSettings):
     # --- ours ---
     runtime_root: str = Field(default_factory=_default_runtime_root, validation_alias=_env('JUDGE_RUNTIME_ROOT'))
     """Where managed submission runtimes are built (`judge.runtime`)."""
-    runtime_base_python: str = Field(
-        default_factory=_default_python, validation_alias=_env('JUDGE_RUNTIME_BASE_PYTHON')
-    )
+    runtime_base_python: str = Field(default_factory=default_python, validation_alias=_env('JUDGE_RUNTIME_BASE_PYTHON'))
     """The interpreter the managed runtime is made from (must be readable by the slot uids)."""
     runtime_requirements: str = Field('', validation_alias=_env('JUDGE_RUNTIME_REQUIREMENTS'))
     """An extra pip requirements file for the runtime (installed with the pins as constraints)."""
@@ -159,7 +159,7 @@ class Settings(BaseSettings):
     task_events: bool = Field(True, validation_alias=_env('JUDGE_TASK_EVENTS'))
     """Send Celery task events (Flower needs them; they cost CPU in the worker's main process per task)."""
     task_started_events: bool = Field(False, validation_alias=_env('JUDGE_TASK_STARTED_EVENTS'))
-    """Also send ``task-started`` (Flower then shows STARTED; see `judge.transport.request`)."""
+    """Also send ``task-started`` (Flower then shows STARTED; see `judge.transport.internals.request`)."""
     log_submissions: bool = Field(False, validation_alias=_env('JUDGE_LOG_SUBMISSIONS'))
     """Workers log two INFO lines per submission (start; verdict and times); off, Flower shows every task."""
 
@@ -171,8 +171,6 @@ class Settings(BaseSettings):
             self.runtime_requirements = os.path.abspath(self.runtime_requirements)
         dirs = (p for p in self.runtime_modules.split(os.pathsep) if p)
         self.runtime_modules = os.pathsep.join(os.path.abspath(p) for p in dirs)
-        if not self.python_executor_path:
-            self.python_executor_path = _managed_python(self)
         if self.worker_shard >= len(self.shard_urls):
             raise ValueError(
                 f'JUDGE_WORKER_SHARD={self.worker_shard} but there are {len(self.shard_urls)} shard(s): 0 to '
@@ -219,15 +217,6 @@ class Settings(BaseSettings):
     def task_time_limit_s(self) -> float:
         """Celery hard limit: the backstop after the soft limit."""
         return self.task_soft_time_limit_s + 10
-
-
-def _managed_python(settings: Settings) -> str:
-    from judge import runtime  # here: the runtime package reads settings too
-
-    try:
-        return runtime.locate(runtime.RuntimeSpec.from_settings(settings)).python
-    except runtime.RuntimeMissing:
-        return _default_python()
 
 
 @functools.lru_cache(maxsize=1)

@@ -22,8 +22,8 @@ import tempfile
 import time
 from pathlib import Path
 
-from scripts.stack import ROOT, gateway_command, redis_command, wait_port
-from toolkit import bench
+from judge.stack import ROOT, gateway_command, redis_command, wait_port
+from toolkit.bench import cli as bench
 
 
 def _children() -> dict[int, list[int]]:

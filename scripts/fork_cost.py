@@ -2,12 +2,12 @@
 
 ``python -m scripts.fork_cost [--rounds N] [--python RUNTIME_PYTHON]`` runs, in the submission
 runtime's interpreter, three kinds of parent and forks one child per program of the math bench's mix
-(`toolkit.benchmath.math_case`, six kinds) and per trivial program:
+(`toolkit.bench.mathcalls.math_case`, six kinds) and per trivial program:
 
 * ``lean``: the lean warm parent (the default ``JUDGE_PYTHON_PRELOAD``);
 * ``preloaded``: it also imported the scientific preload (sympy, numpy), no warm-up;
-* ``scientific``: the scientific warm parent: preloaded, then `judge.sandbox.parentprep.warm_up`,
-  its memory then backed by huge pages (`judge.sandbox.parentprep.collapse_huge_pages`);
+* ``scientific``: the scientific warm parent: preloaded, then `judge.sandbox.zygote.prepare.warm_up`,
+  its memory then backed by huge pages (`judge.sandbox.zygote.prepare.collapse_huge_pages`);
 * ``lean_huge_pages``, ``scientific_4k_pages``: the same with and without huge pages, for comparison.
 
 Each child first reseeds the parent's random states, as a warm child does.  Per variant and kind,
@@ -27,8 +27,9 @@ import sys
 from pathlib import Path
 from typing import Any
 
+from judge.runtime import submission_python
 from judge.settings import DEFAULT_PYTHON_PRELOAD, DEFAULT_SCIENTIFIC_PRELOAD, Settings
-from toolkit.benchmath import math_case
+from toolkit.bench.mathcalls import math_case
 
 _DRIVER = r"""
 import gc, json, os, sys, time
@@ -36,13 +37,13 @@ cfg = json.load(sys.stdin)
 for name in cfg['preload']:
     __import__(name)
 sys.path.insert(0, cfg['root'])
-from judge.sandbox import parentprep  # the real warm parent's preparation (stdlib only)
+from judge.sandbox.zygote import prepare  # the real warm parent's preparation (stdlib only)
 sys.path.pop(0)
 if cfg['warm_up']:
-    parentprep.warm_up()
-states = parentprep.find_random_states()
+    prepare.warm_up()
+states = prepare.find_random_states()
 if cfg['huge']:
-    parentprep.collapse_huge_pages()
+    prepare.collapse_huge_pages()
 def run(src):
     exec(compile(src, 'source.py', 'exec'), {'__name__': '__main__'})
 null = os.open(os.devnull, os.O_WRONLY)
@@ -121,7 +122,7 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument('--python', default='', help="the runtime's interpreter (default: the settings')")
     parser.add_argument('--json', action='store_true')
     args = parser.parse_args(argv)
-    python = args.python or Settings().python_executor_path
+    python = args.python or submission_python(Settings())
     lean = [m for m in DEFAULT_PYTHON_PRELOAD.split(',') if m]
     heavy = [*lean, *DEFAULT_SCIENTIFIC_PRELOAD.split(',')]
     variants = {

@@ -8,7 +8,7 @@ throughput is compared with).  Needs root for the isolated tiers.
 
 ``--fairness`` instead measures CPU fairness between two slots: an honest CPU-bound program's wall
 time alone and beside a hog of 40 busy processes (each in its own session) in the other slot, with
-the slots' cpu cgroups (`judge.sandbox.cpushare`) and without, alternated.
+the slots' cpu cgroups (`judge.sandbox.kernel.cpushare`) and without, alternated.
 """
 
 from __future__ import annotations
@@ -23,11 +23,12 @@ import threading
 import time
 from concurrent.futures import ThreadPoolExecutor
 
+from judge.runtime import submission_python
 from judge.sandbox.client import ExecRequest, SlotClient, SlotConfig
 from judge.sandbox.limits import Limits
 from judge.sandbox.slots import claim_slot
 from judge.settings import Settings
-from toolkit.bench import cpu_snapshot
+from toolkit.bench.cpu import cpu_snapshot
 
 SOURCE = 'print(sum(range(10)))'
 
@@ -132,7 +133,7 @@ def main() -> int:
     parser.add_argument('--rounds', type=int, default=2)
     parser.add_argument('--fairness', action='store_true', help='measure CPU fairness between two slots instead')
     args = parser.parse_args()
-    python = Settings().python_executor_path
+    python = submission_python(Settings())
     if args.fairness:
         fairness(python, max(2, args.rounds))
         return 0

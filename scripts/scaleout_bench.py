@@ -10,9 +10,9 @@ ports from ``--port``, driven with `toolkit.bench rstar` (trivial submissions, r
 
 Run alternately (each round: the list, then reversed), so drift on a shared machine hits every
 configuration alike.  Per run: submissions/s and CPU ms per submission by process kind
-(`toolkit.cpu`), the load generator's own CPU, and the cores everything but the stack kept busy
+(`toolkit.bench.cpu`), the load generator's own CPU, and the cores everything but the stack kept busy
 (``/proc/stat``).  Then, from medians, the ratios ``inst2/base``, ``gw2/base``, ``shard2/inst2``, and
-the capacity model's predictions (`toolkit.capacity.predict`, from ``base``'s measured profile, on
+the capacity model's predictions (`toolkit.bench.model.predict`, from ``base``'s measured profile, on
 ``--cores`` cores and on the cores left to the stack) beside each measured rate, and each serial
 part's ceiling from the configuration's own CPU per submission (see `summary`).
 
@@ -35,9 +35,10 @@ import time
 from pathlib import Path
 from typing import Any
 
-from scripts.stack import ROOT, gateway_command, redis_command, wait_port
-from toolkit import bench, capacity
-from toolkit.cpu import DEFAULT_MATCH, cpu_delta, cpu_snapshot
+from judge.stack import ROOT, gateway_command, redis_command, wait_port
+from toolkit.bench import cli as bench
+from toolkit.bench import model as capacity
+from toolkit.bench.cpu import DEFAULT_MATCH, cpu_delta, cpu_snapshot
 
 CONFIGS: dict[str, dict[str, int]] = {
     'base': {'gateway': 1, 'redis': 1, 'instances': 1, 'processes': 2},

@@ -23,14 +23,14 @@ from typing import Any
 
 import pytest
 
-from judge.sandbox import cgroups
+from judge.sandbox.kernel import cgroups
 from tests.conftest import Stack
 from tests.helpers import post, request
 
 REPO = Path(__file__).resolve().parent.parent
 SLOTS = 2  # MAX_WORKERS of the test stack (tests/conftest.py)
 PIDS_BOUND = 64
-NPROC_SLACK = 8  # judge.sandbox.jail.NPROC_SLACK: RLIMIT_NPROC sits above the pids cgroup's bound
+NPROC_SLACK = 8  # judge.sandbox.server.jail.NPROC_SLACK: RLIMIT_NPROC sits above the pids cgroup's bound
 MEMORY_BOUND = 256 * 1024 * 1024
 STATUS_WAIT_S = 30.0
 """How long the safety gate waits for /status to name the isolation tier, and for every slot to answer a probe
@@ -306,12 +306,12 @@ def descendants(root: int) -> dict[int, HostProc]:
 
 def is_slot_server(proc: HostProc) -> bool:
     """The slot server (the outer relay or the server inside its namespaces)."""
-    return proc.uid == 0 and 'sandbox/server.py' in proc.cmdline
+    return proc.uid == 0 and 'sandbox/server/main.py' in proc.cmdline
 
 
 def is_zygote(proc: HostProc) -> bool:
-    """A slot's warm parent (judge.sandbox.zygote_main; before, a fork of the slot server), a root process."""
-    return proc.uid == 0 and ('zygote_main' in proc.cmdline or 'sandbox/server.py' in proc.cmdline)
+    """A slot's warm parent (judge.sandbox.zygote.main; before, a fork of the slot server), a root process."""
+    return proc.uid == 0 and ('judge.sandbox.zygote' in proc.cmdline or 'sandbox/server/main.py' in proc.cmdline)
 
 
 def slot_servers(stack: Stack) -> set[int]:

@@ -9,7 +9,7 @@ import sys
 import time
 from pathlib import Path
 
-from scripts.stack import free_port, gateway_command, redis_command, wait_port, worker_command
+from judge.stack import free_port, gateway_command, redis_command, wait_port, worker_command
 
 ROOT = Path(__file__).resolve().parent.parent
 SERVER_PYTHON = os.environ.get('JUDGE_SERVER_PYTHON') or sys.executable

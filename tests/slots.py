@@ -7,11 +7,12 @@ import os
 from collections.abc import Iterator
 from typing import Any
 
+from judge.runtime import submission_python
 from judge.sandbox.client import SlotClient, SlotConfig
 from judge.sandbox.slots import claim_slot
 from judge.settings import Settings
 
-PYTHON = Settings().python_executor_path
+PYTHON = submission_python(Settings())
 """The submission runtime's interpreter, as the worker runs it."""
 
 

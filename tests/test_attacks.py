@@ -35,7 +35,7 @@ from urllib.parse import urlsplit
 
 import pytest
 
-from judge.sandbox import cgroups
+from judge.sandbox.kernel import cgroups
 from tests.attack_kit import (
     MEMORY_BOUND,
     NPROC_SLACK,
@@ -386,7 +386,7 @@ report(start=start, **outcome)
 
 FORGED_DONE = """
 import stat, struct, time
-path = os.getcwd() + '.done'  # the FIFO warm Python reports its end in (judge.sandbox.warm)
+path = os.getcwd() + '.done'  # the FIFO warm Python reports its end in (judge.sandbox.zygote.warm)
 st = os.stat(path)
 report(fifo=stat.S_ISFIFO(st.st_mode), mode=oct(stat.S_IMODE(st.st_mode)), mine=st.st_uid == os.getuid())
 fd = os.open(path, os.O_WRONLY)
@@ -488,7 +488,7 @@ report(unix=attempt(connect, P['path']))
 
 CPP_INCLUDE = '#include "%s"\nint main() { return 0; }\n'
 
-# Syscall numbers for SYSCALLS, kept here independently of judge.sandbox.seccomp's own tables.
+# Syscall numbers for SYSCALLS, kept here independently of judge.sandbox.kernel.seccomp's own tables.
 SYSCALL_NUMBERS: dict[str, dict[str, int]] = {
     'x86_64': {
         'ptrace': 101, 'process_vm_readv': 310, 'unshare': 272, 'setns': 308, 'mount': 165, 'bpf': 321,

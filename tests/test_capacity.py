@@ -1,4 +1,5 @@
-"""The capacity model (`toolkit.capacity`), process kinds (`toolkit.cpu`), ``bench capacity`` on a real stack."""
+"""The capacity model (`toolkit.bench.model`), process kinds (`toolkit.bench.cpu`), ``bench capacity`` on a
+real stack."""
 
 from __future__ import annotations
 
@@ -11,8 +12,8 @@ from typing import Any
 
 import pytest
 
-from toolkit import capacity
-from toolkit.cpu import Proc, cpu_delta, kinds
+from toolkit.bench import model as capacity
+from toolkit.bench.cpu import Proc, cpu_delta, kinds
 
 PROFILE: dict[str, Any] = {
     'cores': 2,
@@ -88,7 +89,7 @@ def _proc(pid: int, ppid: int, comm: str, cmdline: str, own: float = 0.0, reaped
 
 
 def test_process_kinds_from_names_and_tree() -> None:
-    server = '/opt/rt/bin/python3 -I /x/judge/sandbox/server.py {}'
+    server = '/opt/rt/bin/python3 -I /x/judge/sandbox/server/main.py {}'
     celery = 'python -m celery -A judge worker -P prefork'
     procs = {
         1: _proc(1, 0, 'init', 'init'),

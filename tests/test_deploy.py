@@ -22,7 +22,7 @@ from pydantic_core import PydanticUndefined
 from api.cli import parse_args as parse_gateway_args
 from judge.sandbox.slots import LOCK_DIR
 from judge.settings import Settings
-from scripts.stack import gateway_command, worker_command
+from judge.stack import gateway_command, worker_command
 
 ROOT = Path(__file__).resolve().parent.parent
 DEPLOY = ROOT / 'deploy'
@@ -116,7 +116,7 @@ def _unit(path: Path) -> dict[str, list[str]]:
 
 
 def _worker_flags() -> list[str]:
-    """Flags every worker command line shares with scripts/stack.py's `worker_command`."""
+    """Flags every worker command line shares with judge/stack.py's `worker_command`."""
     cmd = worker_command('python')
     return ['-A judge worker', '-P prefork', *(arg for arg in cmd if arg.startswith('--'))]
 

@@ -28,7 +28,7 @@ from typing import Any
 
 import pytest
 
-from scripts.stack import free_port, wait_port
+from judge.stack import free_port, wait_port
 from tests.conftest import TIME_LIMIT_S
 from tests.helpers import post, request
 from tests.humaneval_style import check_records, write_jsonl

@@ -7,7 +7,7 @@ import os
 import time
 from pathlib import Path
 
-from judge.error_cases import ErrorCaseWriter, safe_name, should_save
+from judge.worker.error_cases import ErrorCaseWriter, safe_name, should_save
 
 
 def test_safe_name_blocks_traversal() -> None:

@@ -10,9 +10,9 @@ from typing import Any
 
 import pytest
 
-from scripts.stack import free_port
+from judge.stack import free_port
 from tests.services import ROOT
-from toolkit.evaluate import main
+from toolkit.evaluate.cli import main
 
 CASES: list[tuple[dict[str, Any], str]] = [
     ({'type': 'python', 'solution': 'print(input())', 'input': 'hi', 'expected_output': 'hi'}, 'accepted'),

@@ -26,7 +26,7 @@ from typing import Any
 
 import pytest
 
-from scripts.stack import free_port, gateway_command, wait_port, worker_command
+from judge.stack import free_port, gateway_command, wait_port, worker_command
 from tests.conftest import stack_env
 from tests.helpers import request, wait_for
 from tests.services import Service, start_redis, start_worker

@@ -16,7 +16,7 @@ from typing import Any
 
 import pytest
 
-from scripts.stack import free_port, wait_port
+from judge.stack import free_port, wait_port
 from tests.conftest import Stack
 from tests.helpers import post, request
 from tests.services import Service

@@ -23,7 +23,7 @@ from typing import Any
 
 import pytest
 
-from scripts.stack import free_port, gateway_command, wait_port
+from judge.stack import free_port, gateway_command, wait_port
 from tests.conftest import stack_env
 from tests.helpers import gateway_status, request, wait_for
 from tests.services import Service, start_redis

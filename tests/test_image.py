@@ -27,8 +27,8 @@ from pathlib import Path
 import pytest
 
 from judge.sandbox.slots import LOCK_DIR
+from judge.stack import free_port, wait_port
 from scripts.image_chroot import image_config, run_command
-from scripts.stack import free_port, wait_port
 from tests.conftest import TIME_LIMIT_S
 from tests.helpers import post, request
 from tests.humaneval_style import cases, check_records

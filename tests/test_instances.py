@@ -18,7 +18,7 @@ from typing import Any
 
 import pytest
 
-from scripts.stack import free_port, wait_port
+from judge.stack import free_port, wait_port
 from tests.conftest import stack_env
 from tests.helpers import post, request
 from tests.services import ROOT, Service, start_gateway, start_redis

@@ -10,11 +10,12 @@ from pathlib import Path
 
 import pytest
 
+from judge.runtime import submission_python
 from judge.settings import Settings
 from tests.conftest import Stack
 from tests.services import ROOT
-from toolkit.benchmath import math_case
-from toolkit.matheval import summarize_scores
+from toolkit.bench.mathcalls import math_case
+from toolkit.evaluate.maths import summarize_scores
 from toolkit.mathreward import MathScore, _parse_lines, grader_source, math_scores
 
 PAIRS = [
@@ -58,7 +59,7 @@ def test_the_bench_answers_are_right_in_the_runtime(tmp_path: Path) -> None:
         '    out.append(buf.getvalue().strip())\n'
         'print(json.dumps(out))\n'
     )
-    python = Settings().python_executor_path
+    python = submission_python(Settings())
     proc = subprocess.run(
         [python, '-I', str(driver)], input=json.dumps([src for src, _ in cases]), capture_output=True, text=True
     )

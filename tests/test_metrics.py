@@ -10,8 +10,8 @@ from pathlib import Path
 import pytest
 from prometheus_client.parser import text_string_to_metric_families
 
+from judge.stack import free_port, gateway_command, wait_port
 from judge.transport.keys import KeySpace
-from scripts.stack import free_port, gateway_command, wait_port
 from tests.conftest import Stack
 from tests.helpers import post
 from tests.services import Service

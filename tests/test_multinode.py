@@ -18,7 +18,7 @@ from typing import Any
 
 import pytest
 
-from scripts.stack import worker_command
+from judge.stack import worker_command
 from tests.conftest import stack_env
 from tests.helpers import post, request
 from tests.services import Service, start_gateway, start_redis

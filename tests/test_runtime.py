@@ -15,11 +15,11 @@ from pathlib import Path
 import pytest
 
 from judge import runtime
-from judge.runtime import RuntimeSpec, build_key, requirement_lines, tree_hash
+from judge.runtime import RuntimeSpec, build_key, requirement_lines, submission_python, tree_hash
 from judge.runtime.build import BuildError, build
 from judge.sandbox.client import ExecRequest, SlotClient, SlotConfig
-from judge.sandbox.jail import available_tiers
 from judge.sandbox.limits import Limits
+from judge.sandbox.server.jail import available_tiers
 from judge.sandbox.slots import claim_slot
 from judge.settings import Settings
 from tests.conftest import Stack
@@ -41,7 +41,7 @@ def _pins() -> dict[str, str]:
 def test_the_default_interpreter_is_the_built_runtime_with_exactly_the_pins() -> None:
     settings = Settings()
     info = runtime.locate(RuntimeSpec.from_settings(settings))
-    assert settings.python_executor_path == info.python
+    assert submission_python(settings) == info.python
     assert info.path.startswith(settings.runtime_root) and info.managed
     assert info.packages == _pins(), 'the runtime holds the pins and nothing else'
     assert {'numpy', 'scipy', 'sympy', 'mpmath', 'networkx', 'math-verify', 'antlr4-python3-runtime'} <= set(
@@ -106,7 +106,7 @@ def test_operator_requirements_go_on_top_of_the_pins_without_moving_one(tmp_path
 def slot() -> Iterator[SlotClient]:
     if os.getuid() != 0:
         pytest.skip('the jail tiers need root')
-    python = Settings().python_executor_path
+    python = submission_python(Settings())
     index, lock_fd = claim_slot()
     work = f'/tmp/judge-test-runtime-{os.getpid()}'
     client = SlotClient(SlotConfig(slot=index, python=python, work_root=work, extra={'preload': ['numpy']}))

@@ -11,13 +11,14 @@ from collections.abc import Iterator
 
 import pytest
 
+from judge.runtime import submission_python
 from judge.sandbox.client import ExecRequest, SandboxError, SlotClient, SlotConfig
 from judge.sandbox.limits import Limits
 from judge.sandbox.slots import claim_slot
 from judge.settings import Settings
 from tests.slots import open_slot
 
-PYTHON = Settings().python_executor_path
+PYTHON = submission_python(Settings())
 
 
 @pytest.fixture(scope='module')
@@ -225,7 +226,7 @@ def test_each_tier_isolates(tier: str) -> None:
 
 
 def test_cpu_limit_counts_as_a_timeout() -> None:
-    from judge.sandbox.execute import ExecOutcome, _decode_status
+    from judge.sandbox.server.execute import ExecOutcome, _decode_status
 
     killed_by_cpu_limit = ExecOutcome()
     _decode_status(signal.SIGXCPU, killed_by_cpu_limit)  # a wait status for "killed by SIGXCPU"

@@ -7,7 +7,7 @@ import socket
 import stat
 from pathlib import Path
 
-from judge.sandbox.cleanup import remove_entry, remove_tree
+from judge.sandbox.server.cleanup import remove_entry, remove_tree
 
 
 def _deep(root: Path, depth: int) -> None:

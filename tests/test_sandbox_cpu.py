@@ -1,4 +1,4 @@
-"""A slot's share of the CPUs (issue 17, class 4): the cpu cgroup of `judge.sandbox.cpushare` on this host."""
+"""A slot's share of the CPUs (issue 17, class 4): the cpu cgroup of `judge.sandbox.kernel.cpushare` on this host."""
 
 from __future__ import annotations
 
@@ -8,8 +8,8 @@ from collections.abc import Iterator
 
 import pytest
 
-from judge.sandbox import cgroups
-from judge.sandbox.cpushare import SlotCpu, cpu_group_path
+from judge.sandbox.kernel import cgroups
+from judge.sandbox.kernel.cpushare import SlotCpu, cpu_group_path
 from judge.sandbox.slots import claim_slot
 
 pytestmark = pytest.mark.skipif(not SlotCpu.available(), reason='needs root and a cpu cgroup controller')

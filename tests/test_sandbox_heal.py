@@ -19,12 +19,13 @@ import pytest
 
 from judge.executors import CExecutor, CppExecutor, Toolchain, cache
 from judge.executors.base import Executor
+from judge.runtime import submission_python
 from judge.sandbox.client import ExecRequest, ExecResult, SandboxError, SlotClient
 from judge.sandbox.limits import Limits
 from judge.settings import Settings
 from tests.slots import open_slot
 
-PYTHON = Settings().python_executor_path
+PYTHON = submission_python(Settings())
 CXX = os.path.realpath(shutil.which('g++') or '/usr/bin/g++')
 pytestmark = pytest.mark.skipif(os.getuid() != 0, reason='the isolated tiers need root')
 

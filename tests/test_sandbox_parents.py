@@ -17,15 +17,16 @@ import pytest
 from judge.contracts import Submission
 from judge.executors.base import Toolchain
 from judge.executors.python import PythonExecutor
+from judge.runtime import submission_python
 from judge.sandbox.client import ExecRequest, SandboxError, SlotClient
 from judge.sandbox.limits import Limits
-from judge.sandbox.parentprep import SCIENTIFIC_NAMES, uses_scientific
-from judge.sandbox.parents import WarmParents
-from judge.sandbox.slotlife import BARE_RUN
+from judge.sandbox.server.lifecycle import BARE_RUN
+from judge.sandbox.server.parents import WarmParents
+from judge.sandbox.zygote.prepare import SCIENTIFIC_NAMES, uses_scientific
 from judge.settings import DEFAULT_PYTHON_PRELOAD, DEFAULT_SCIENTIFIC_PRELOAD, Settings
 from tests.slots import open_slot
 
-PYTHON = Settings().python_executor_path
+PYTHON = submission_python(Settings())
 LIMITS = Limits(time_s=60, memory_mb=512)
 
 RANDOMS = """\
@@ -93,16 +94,16 @@ def test_the_parent_is_chosen_by_the_source_and_stands_in_while_one_starts() -> 
 
 def test_the_warm_parents_import_only_small_modules() -> None:
     """What a zygote imports to fork its children stays in every child's address space: no `typing`,
-    `re`, `json`, `enum`, `collections`, `socket` or `signal` (see `judge.sandbox.lowlevel`)."""
+    `re`, `json`, `enum`, `collections`, `socket` or `signal` (see `judge.sandbox.fdio`)."""
     script = (
         'import sys\nbefore = set(sys.modules)\nsys.path.insert(0, sys.argv[1])\n'
-        'from judge.sandbox import zygote_main, parentprep\n'
-        'parentprep.find_random_states()\n'
+        'from judge.sandbox.zygote import main, prepare\n'
+        'prepare.find_random_states()\n'
         'print(" ".join(sorted(set(sys.modules) - before)))'
     )
     root = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
     out = subprocess.run([PYTHON, '-I', '-c', script, root], capture_output=True, text=True, check=True).stdout.split()
-    assert 'judge.sandbox.zygote_main' in out
+    assert 'judge.sandbox.zygote.main' in out
     heavy = {'typing', 're', 'json', 'enum', 'collections', 'socket', 'signal', 'selectors', 'warnings', 'random'}
     assert not heavy & set(out), sorted(heavy & set(out))
 

@@ -26,7 +26,7 @@ from typing import Any
 
 import pytest
 
-from judge.sandbox import cgroups, landlock, namespaces, seccomp
+from judge.sandbox.kernel import cgroups, landlock, namespaces, seccomp
 
 Send = Callable[[dict[str, Any]], None]
 UNPRIVILEGED_UID = 61999
@@ -773,7 +773,7 @@ def test_mount_proc_in_new_pid_namespace() -> None:
 
 
 def test_work_dir_removal_unlinks_links_and_recurses_without_following(tmp_path: Path) -> None:
-    from judge.sandbox.cleanup import remove_tree as _remove_tree
+    from judge.sandbox.server.cleanup import remove_tree as _remove_tree
 
     outside = tmp_path / 'outside'
     outside.mkdir()

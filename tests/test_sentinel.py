@@ -10,7 +10,7 @@ from pathlib import Path
 
 import pytest
 
-from scripts.stack import free_port, wait_port
+from judge.stack import free_port, wait_port
 from tests.conftest import stack_env
 from tests.helpers import assert_stack_judges, request
 from tests.services import Service, start_gateway, start_redis, start_worker

@@ -13,7 +13,7 @@ import pytest
 from aiohttp import web
 
 import toolkit
-from scripts.stack import free_port, gateway_command, wait_port
+from judge.stack import free_port, gateway_command, wait_port
 from tests.conftest import Stack
 from tests.services import SERVER_PYTHON, Service
 from toolkit import (

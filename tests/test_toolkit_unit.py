@@ -295,7 +295,7 @@ def test_policy_from_rstar_config() -> None:
 def test_toolkit_never_imports_judge_or_api() -> None:
     import ast
 
-    for path in Path(toolkit.__file__).parent.glob('*.py'):
+    for path in Path(toolkit.__file__).parent.rglob('*.py'):
         for node in ast.walk(ast.parse(path.read_text())):
             names = [a.name for a in node.names] if isinstance(node, ast.Import) else []
             if isinstance(node, ast.ImportFrom) and node.module:
@@ -305,11 +305,11 @@ def test_toolkit_never_imports_judge_or_api() -> None:
 
 def test_import_toolkit_is_light() -> None:
     code = (
-        'import importlib.util, sys, toolkit, toolkit.rlinf, toolkit.rlinf_ext, toolkit.rlinf_reward, toolkit.reward\n'
-        'import toolkit.bench, toolkit.schemas\n'
+        'import importlib.util, sys, toolkit, toolkit.rlinf, toolkit.rlinf.ext, toolkit.rlinf.reward, toolkit.reward\n'
+        'import toolkit.evaluate.cli, toolkit.schemas\n'
         'heavy = lambda: [m for m in ("judge", "api", "torch", "verl", "rlinf", "ray") if m in sys.modules]\n'
         'print(heavy())\n'
-        'import toolkit.tools\n'  # imports verl (and so torch) only when verl is installed
+        'import toolkit.verl.tools\n'  # imports verl (and so torch) only when verl is installed
         'print(heavy() == (["torch", "verl", "ray"] if importlib.util.find_spec("verl") else []))'
     )
     out = subprocess.run([sys.executable, '-c', code], capture_output=True, text=True, timeout=120, check=True)
@@ -724,7 +724,7 @@ def test_rlinf_success_means_the_program_ran_and_bad_calls_are_answered() -> Non
 
 def test_rlinf_reward_helpers() -> None:
     from toolkit.reward import TestCase
-    from toolkit.rlinf_reward import extract_code, parse_tests
+    from toolkit.rlinf.reward import extract_code, parse_tests
 
     assert extract_code('a\n```python\nprint(1)\n```\nb\n```py\nprint(2)\n```') == 'print(2)\n'
     assert extract_code('print(3)') == 'print(3)'
@@ -737,9 +737,9 @@ def test_rlinf_reward_helpers() -> None:
 def test_shipped_rlinf_yaml_configures_handler_and_reward() -> None:
     yaml = pytest.importorskip('yaml')
     from toolkit.rlinf import handler_from_config
-    from toolkit.rlinf_reward import CodeJudgeReward
+    from toolkit.rlinf.reward import CodeJudgeReward
 
-    doc = yaml.safe_load((Path(toolkit.__file__).parent / 'configs' / 'rlinf_codejudge.yaml').read_text())
+    doc = yaml.safe_load((Path(toolkit.__file__).parent / 'rlinf' / 'configs' / 'rlinf_codejudge.yaml').read_text())
     handler = handler_from_config(doc)
     assert (handler.base_url, handler.concurrency_limit, handler.policy.deadline_s) == (
         'http://127.0.0.1:8088',
@@ -779,7 +779,7 @@ def test_tools_count_calls_into_agent_data_extra_fields() -> None:
 
 # --- configs and the real verl package (skipped unless installed: see the Makefile's test-verl) -------
 
-CONFIGS = Path(toolkit.__file__).parent / 'configs'
+CONFIGS = Path(toolkit.__file__).parent / 'verl' / 'configs'
 
 
 def _load_tool_classes(path: Path) -> list[tuple[Any, dict[str, Any]]]:
@@ -841,11 +841,11 @@ def test_verl_tool_contract() -> None:
 
 def test_legacy_verl_shapes(monkeypatch: pytest.MonkeyPatch) -> None:
     """verl 0.4/0.5: create -> str, execute -> (str, float, dict)."""
-    import toolkit.tools
-    import toolkit.verl_compat
+    import toolkit.verl.compat
+    import toolkit.verl.tools
 
-    monkeypatch.setattr(toolkit.verl_compat, 'LEGACY_VERL', True)
-    monkeypatch.setattr(toolkit.tools, 'LEGACY_VERL', True)
+    monkeypatch.setattr(toolkit.verl.compat, 'LEGACY_VERL', True)
+    monkeypatch.setattr(toolkit.verl.tools, 'LEGACY_VERL', True)
 
     async def main() -> None:
         async with fake_gateway() as gw:

@@ -8,13 +8,13 @@ from pathlib import Path
 
 import pytest
 
-from judge.cli import worker_argv
 from judge.contracts import Submission
 from judge.settings import Settings
-from judge.tasks import as_job
 from judge.transport.connect import RedisAddress, sentinel_hosts
 from judge.transport.keys import LANES, QUEUES, KeySpace
 from judge.transport.shard import Shard
+from judge.worker.cli import worker_argv
+from judge.worker.tasks import as_job
 
 ROOT = Path(__file__).resolve().parent.parent
 OUTSIDE = [
@@ -44,7 +44,7 @@ def test_only_the_transport_imports_redis_or_kombu_transports() -> None:
 
 
 def test_no_redis_key_names_outside_the_transport() -> None:
-    for path in [*OUTSIDE, *ROOT.joinpath('toolkit').glob('*.py')]:
+    for path in [*OUTSIDE, *ROOT.joinpath('toolkit').rglob('*.py')]:
         for node in ast.walk(_tree(path)):
             if isinstance(node, ast.Constant) and isinstance(node.value, str):
                 assert not _KEY_LITERAL.match(node.value), f'{path.relative_to(ROOT)}: {node.value!r}'

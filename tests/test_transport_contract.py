@@ -27,12 +27,12 @@ from judge.app import app
 from judge.contracts import RUN_TASK
 from judge.errors import InternalsChanged
 from judge.transport import internals
-from judge.transport import kombu_redis as ours
-from judge.transport.consumer import Consumer
-from judge.transport.envelope import Envelopes
 from judge.transport.internals import Internal
+from judge.transport.internals import kombu_redis as ours
+from judge.transport.internals.consumer import Consumer
+from judge.transport.internals.envelope import Envelopes
+from judge.transport.internals.request import Request
 from judge.transport.keys import LANES, KeySpace
-from judge.transport.request import Request
 from tests.services import Service, start_redis
 
 _VARYING = {'id', 'root_id', 'expires', 'origin', 'correlation_id', 'delivery_tag', 'reply_to', 'timelimit'}
@@ -54,11 +54,11 @@ def test_every_internal_is_present_with_a_compatible_signature() -> None:
     assert internals.problems() == []
     internals.verify()
     assert {i.used_by for i in internals.INTERNALS} >= {
-        'judge.transport.kombu_redis',
-        'judge.transport.packed',
-        'judge.transport.consumer',
-        'judge.transport.request',
-        'judge.transport.envelope',
+        'judge.transport.internals.kombu_redis',
+        'judge.transport.internals.packed',
+        'judge.transport.internals.consumer',
+        'judge.transport.internals.request',
+        'judge.transport.internals.envelope',
     }
 
 
@@ -73,16 +73,16 @@ def test_a_changed_internal_is_named(monkeypatch: pytest.MonkeyPatch) -> None:
 
 
 def test_the_fast_path_wires_the_overrides_into_celery() -> None:
-    assert celeryconfig.broker_transport == 'judge.transport.kombu_redis:Transport'
-    assert celeryconfig.worker_consumer == 'judge.transport.consumer:Consumer'
+    assert celeryconfig.broker_transport == 'judge.transport.internals.kombu_redis:Transport'
+    assert celeryconfig.worker_consumer == 'judge.transport.internals.consumer:Consumer'
     conn = app.connection_for_write()
     try:
         assert type(conn.transport) is ours.Transport
     finally:
         conn.release()
-    from judge.tasks import run
+    from judge.worker.tasks import run
 
-    assert run.Request == 'judge.transport.request:Request'
+    assert run.Request == 'judge.transport.internals.request:Request'
     assert symbol_by_name(run.Request) is Request and symbol_by_name(celeryconfig.worker_consumer) is Consumer
     # Celery still calls the hooks we override (else they would silently do nothing).
     events = inspect.getsource(__import__('celery.worker.consumer.events', fromlist=['x']))

@@ -1,4 +1,4 @@
-"""`judge.transport.packed` and the broker's QoS built on it, against a real redis-server."""
+"""`judge.transport.internals.packed` and the broker's QoS built on it, against a real redis-server."""
 
 from __future__ import annotations
 
@@ -9,7 +9,7 @@ import pytest
 import redis
 from kombu import Connection
 
-from judge.transport.packed import PackedCalls, transaction_ran
+from judge.transport.internals.packed import PackedCalls, transaction_ran
 from tests.services import Service, start_redis
 
 
@@ -58,7 +58,7 @@ def test_broker_qos_records_and_forgets_unacked_messages(server: tuple[Service, 
     """Our transport's append/ack leave Redis exactly as kombu's own bookkeeping does."""
     client = redis.Redis(port=server[1])
     url = f'redis://127.0.0.1:{server[1]}/0'
-    with Connection(url, transport='judge.transport.kombu_redis:Transport') as conn:
+    with Connection(url, transport='judge.transport.internals.kombu_redis:Transport') as conn:
         queue = conn.SimpleQueue('packed-test')
         queue.put({'n': 1})
         message = queue.get(timeout=5)

@@ -28,7 +28,7 @@ from toolkit.sync import SyncJudgeClient
 from toolkit.wrapper import format_tool_text, wrap_code
 
 if TYPE_CHECKING:
-    from toolkit.tools import JupyterTool, PythonTool
+    from toolkit.verl.tools import JupyterTool, PythonTool
 
 __all__ = [
     'DEFAULT_BASE_URL',
@@ -61,7 +61,7 @@ _LAZY = {'PythonTool', 'JupyterTool'}
 
 def __getattr__(name: str) -> Any:
     if name in _LAZY:
-        from toolkit import tools
+        from toolkit.verl import tools
 
         return getattr(tools, name)
     raise AttributeError(f'module {__name__!r} has no attribute {name!r}')

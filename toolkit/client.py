@@ -37,7 +37,7 @@ __all__ = ['DEFAULT_BASE_URL', 'JudgeClient', 'parse_retry_after']
 logger = logging.getLogger('toolkit.client')
 
 DEFAULT_BASE_URL = 'http://127.0.0.1:8088'
-"""Where ``python -m scripts.stack`` (and rStar's YAML: localhost:8088) puts the gateway."""
+"""Where ``python -m judge.stack`` (and rStar's YAML: localhost:8088) puts the gateway."""
 
 
 def parse_retry_after(value: str | None, *, now_s: float | None = None) -> float | None:

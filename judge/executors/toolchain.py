@@ -9,7 +9,7 @@ import subprocess
 from dataclasses import dataclass
 
 SANDBOX_PATH = '/usr/local/bin:/usr/bin:/bin'
-"""The PATH user code and compilers see (`judge.sandbox.tiers.SAFE_PATH`)."""
+"""The PATH user code and compilers see (`judge.sandbox.server.tiers.SAFE_PATH`)."""
 
 
 @dataclass

@@ -228,6 +228,19 @@ def locate(spec: RuntimeSpec) -> RuntimeInfo:
         ) from e
 
 
+def submission_python(settings: Any) -> str:
+    """The interpreter of Python submissions: ``PYTHON_EXECUTOR_PATH`` when set, else the managed
+    runtime's, else the system's ``python3`` (`judge.settings.default_python`) when it is not built."""
+    if settings.python_executor_path:
+        return str(settings.python_executor_path)
+    try:
+        return locate(RuntimeSpec.from_settings(settings)).python
+    except RuntimeMissing:
+        from judge.settings import default_python
+
+        return default_python()
+
+
 def describe(python: str) -> RuntimeInfo:
     """What runtime ``python`` belongs to: its manifest when managed, else inspected (one spawn)."""
     prefix = os.path.dirname(os.path.dirname(os.path.abspath(python)))

@@ -28,7 +28,7 @@ from judge.sandbox.protocol import recv_message, send_message
 
 logger = logging.getLogger('judge.sandbox.client')
 
-SERVER_SCRIPT = os.path.join(os.path.dirname(os.path.abspath(__file__)), 'server.py')
+SERVER_SCRIPT = os.path.join(os.path.dirname(os.path.abspath(__file__)), 'server', 'main.py')
 _REPLY_MARGIN_S = 10.0
 RETRIES = 2
 """How many times a request caught by a slot failure is sent again, to a fresh server."""
@@ -201,7 +201,7 @@ class SlotClient:
         )
 
     def memory(self) -> dict[str, Any]:
-        """The slot's memory (`judge.sandbox.memory.slot_memory`); empty when the server cannot say."""
+        """The slot's memory (`judge.sandbox.server.memory.slot_memory`); empty when the server cannot say."""
         with self._lock:
             proc = self._proc
             if proc is None or proc.poll() is not None or proc.stdin is None:

@@ -13,7 +13,7 @@ from __future__ import annotations
 import sys
 
 TYPE_CHECKING = False
-if TYPE_CHECKING:  # imported by the warm parents: see `judge.sandbox.lowlevel`
+if TYPE_CHECKING:  # imported by the warm parents: see `judge.sandbox.fdio`
     from typing import Any
 
 _FORMAT = '%(name)s: %(message)s'

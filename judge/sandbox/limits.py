@@ -43,7 +43,7 @@ def rlimits(limits: Limits, *, set_nproc: bool, nproc_slack: int = 0) -> list[tu
     """The (resource, soft, hard) triples an execution runs under (JSON-able for the child's plan).
 
     ``nproc_slack`` raises ``RLIMIT_NPROC`` above ``limits.pids`` where a pids cgroup is the real
-    bound: the cgroup then refuses first and counts it (`judge.sandbox.cgroups.SlotCgroup.fork_refusals`).
+    bound: the cgroup then refuses first and counts it (`judge.sandbox.kernel.cgroups.SlotCgroup.fork_refusals`).
     """
     cpu_s = max(1, math.ceil(limits.time_s))
     out = [

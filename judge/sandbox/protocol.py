@@ -12,7 +12,7 @@ import struct
 from typing import Any
 
 from judge.sandbox.errors import ProtocolError
-from judge.sandbox.lowlevel import read_exact, write_all
+from judge.sandbox.fdio import read_exact, write_all
 
 _LEN = struct.Struct('>I')
 MAX_FRAME_BYTES = 256 * 1024 * 1024

@@ -2,10 +2,10 @@
 
 ``JUDGE_TRANSPORT=fast`` (the default) wires the judge's overrides into the worker:
 
-* ``broker_transport``: `judge.transport.kombu_redis.Transport` (or its Sentinel twin) instead of
+* ``broker_transport``: `judge.transport.internals.kombu_redis.Transport` (or its Sentinel twin) instead of
   kombu's Redis transport: a reused client and packed unacked bookkeeping;
-* ``worker_consumer``: `judge.transport.consumer.Consumer`: coalesced event flushes;
-* the task's ``Request`` class: `judge.transport.request.Request`: no ``task-started`` event.
+* ``worker_consumer``: `judge.transport.internals.consumer.Consumer`: coalesced event flushes;
+* the task's ``Request`` class: `judge.transport.internals.request.Request`: no ``task-started`` event.
 
 ``JUDGE_TRANSPORT=stock`` leaves all three at Celery's defaults, and the gateway publishes with
 ``send_task`` and collects from the result backend (`judge.transport.stockpath`).  Both paths share
@@ -53,9 +53,9 @@ def wiring(settings: Settings) -> Wiring:
     from judge.transport import internals
 
     internals.verify()
-    from judge.transport.consumer import Consumer
-    from judge.transport.kombu_redis import SentinelTransport, Transport
-    from judge.transport.request import Request
+    from judge.transport.internals.consumer import Consumer
+    from judge.transport.internals.kombu_redis import SentinelTransport, Transport
+    from judge.transport.internals.request import Request
 
     transport = SentinelTransport if is_sentinel(settings.broker_url) else Transport
     return Wiring('fast', _name(transport), _name(Consumer), _name(Request))

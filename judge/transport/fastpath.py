@@ -1,6 +1,6 @@
 """The fast path on the gateway: prebuilt messages pushed in pipelines, results from a reply list.
 
-Publishing: each job's message is built by `judge.transport.envelope` and a request's messages go
+Publishing: each job's message is built by `judge.transport.internals.envelope` and a request's messages go
 out with one ``LPUSH`` per slice of `PUBLISH_SLICE`, pipelined on the asyncio client together with
 the request's live key.  Waiting: workers push ``[index, result]`` onto the request's reply list
 (`judge.transport.replies`); one ``BLMPOP`` takes every result that is there.  Cancelling: the reply
@@ -18,8 +18,8 @@ from celery import Celery
 from redis.exceptions import ResponseError
 
 from judge.contracts import RUN_TASK, ResultDict, RunPayload
-from judge.transport.envelope import Envelopes
-from judge.transport.gateway import LIVE_TTL_S, argsrepr, make_jobs
+from judge.transport.dispatch import LIVE_TTL_S, argsrepr, make_jobs
+from judge.transport.internals.envelope import Envelopes
 from judge.transport.keys import Lane
 from judge.transport.shard import Shard
 

@@ -7,7 +7,7 @@ from celery import Celery
 from judge.errors import ConfigError
 from judge.settings import Settings
 from judge.transport.config import wiring
-from judge.transport.gateway import Dispatcher
+from judge.transport.dispatch import Dispatcher
 from judge.transport.router import Router, ShardLink
 from judge.transport.shard import Shard
 
@@ -47,11 +47,3 @@ def open_router(app: Celery, settings: Settings) -> Router:
         shard_celery = shard_app(app, settings, shard.index)
         links.append(ShardLink(shard, shard_celery, open_dispatcher(shard_celery, shard, settings.transport)))
     return Router(links)
-
-
-async def close_dispatcher(dispatcher: Dispatcher) -> None:
-    """Release the dispatcher's threads and its shard's asyncio client."""
-    close = getattr(dispatcher.path, 'close', None)
-    if close is not None:
-        close()
-    await dispatcher.shard.aclose()

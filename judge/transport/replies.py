@@ -18,7 +18,7 @@ import time
 import redis
 
 from judge.contracts import Job, ResultDict
-from judge.transport.packed import PackedCalls
+from judge.transport.internals.packed import PackedCalls
 from judge.transport.shard import Shard
 
 logger = logging.getLogger('judge.transport.replies')

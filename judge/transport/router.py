@@ -25,7 +25,7 @@ from dataclasses import dataclass
 from celery import Celery
 
 from judge.contracts import ResultDict, RunPayload
-from judge.transport.gateway import Disconnected, Dispatcher
+from judge.transport.dispatch import Disconnected, Dispatcher
 from judge.transport.keys import Lane
 from judge.transport.shard import Shard
 
@@ -206,7 +206,5 @@ class Router:
         """Stop probing; release every dispatcher's threads and clients."""
         if self._prober is not None:
             self._prober.cancel()
-        from judge.transport.paths import close_dispatcher
-
         for link in self.links:
-            await close_dispatcher(link.dispatcher)
+            await link.dispatcher.aclose()

@@ -25,7 +25,7 @@ from celery.result import ResultSet
 
 from judge.contracts import RUN_TASK, Job, ResultDict, RunPayload
 from judge.results import internal_error
-from judge.transport.gateway import LIVE_TTL_S, argsrepr, make_jobs
+from judge.transport.dispatch import LIVE_TTL_S, argsrepr, make_jobs
 from judge.transport.keys import Lane
 from judge.transport.shard import Shard
 

@@ -1,6 +1,6 @@
 """Class 4: a CPU hog of many processes starving the neighbouring slot.
 
-Each slot has its own group in the cpu controller (`judge.sandbox.cpushare`): equal weight whatever its
+Each slot has its own group in the cpu controller (`judge.sandbox.kernel.cpushare`): equal weight whatever its
 number of processes, and a quota of one CPU over all of them, so a submission's CPU time is bounded by
 its wall-clock limit.  The hogs put every process in a session of its own (``setsid``): the kernel's
 autogroup would otherwise already group one session's processes.
@@ -19,7 +19,7 @@ from pathlib import Path
 
 import pytest
 
-from judge.sandbox import cgroups
+from judge.sandbox.kernel import cgroups
 from tests.attack_kit import SlotHealth, bash, batch, c, py, report_of, survived
 
 HONEST = """

@@ -1,7 +1,7 @@
 """Class 5: a child of the program ends its run.
 
 In warm Python, only the program's own main process reports the end of the run
-(`judge.sandbox.warm.run_python`): a forked child that calls ``sys.exit``, raises, or simply runs off
+(`judge.sandbox.zygote.warm.run_python`): a forked child that calls ``sys.exit``, raises, or simply runs off
 the end of the script ends itself, exactly as under ``python3 file.py``, and its parent's output and
 verdict stand.  Fresh processes (C, bash) never had the problem; their cases guard it.
 """

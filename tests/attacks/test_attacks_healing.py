@@ -36,7 +36,7 @@ def _inner_servers(stack: Stack) -> list[int]:
 def _zygotes(stack: Stack) -> list[int]:
     """The warm parents of the stack's slots."""
     below = descendants(stack.worker.proc.pid)
-    return [pid for pid, proc in below.items() if is_zygote(proc) and 'zygote_main' in proc.cmdline]
+    return [pid for pid, proc in below.items() if is_zygote(proc) and 'judge.sandbox.zygote' in proc.cmdline]
 
 
 def _kill_later(pids: list[int], delay_s: float) -> threading.Thread:

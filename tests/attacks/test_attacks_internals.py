@@ -1,6 +1,6 @@
 """Class 7: the judge's internals reachable from a program (its memory, gc, sys.modules, frames, /proc).
 
-A warm Python program is forked from a zygote that is a fresh interpreter (`judge.sandbox.zygote_main`):
+A warm Python program is forked from a zygote that is a fresh interpreter (`judge.sandbox.zygote.main`):
 it never held the slot server's configuration and it forgets the judge's modules.  /proc shows a program
 only its own processes.  What stays reachable (the frames of the zygote's loop and of the spare's setup
 below the program, and through them the few modules that fork and prepare children and the slot's
@@ -93,18 +93,18 @@ echo "{\\"init\\":\\"$init\\",\\"parent\\":\\"$parent\\",\\"secrets\\":$secrets,
 
 SERVER_CONFIG_KEYS = ['uid_base', 'keep_writable', 'allow_unsafe', 'work_root']
 WARM_PARENT_MODULES = {
-    'judge.sandbox.zygote_main',
-    'judge.sandbox.child',
-    'judge.sandbox.warm',
+    'judge.sandbox.zygote.main',
+    'judge.sandbox.zygote.child',
+    'judge.sandbox.zygote.warm',
     'judge.sandbox.limits',
     'judge.sandbox.protocol',
-    'judge.sandbox.landlock',
-    'judge.sandbox.namespaces',
-    'judge.sandbox.seccomp',
+    'judge.sandbox.kernel.landlock',
+    'judge.sandbox.kernel.namespaces',
+    'judge.sandbox.kernel.seccomp',
     'judge.sandbox.lazylog',
-    'judge.sandbox.lowlevel',
-    'judge.sandbox.libc',
-    'judge.sandbox.recursion',
+    'judge.sandbox.fdio',
+    'judge.sandbox.kernel.libc',
+    'judge.sandbox.zygote.recursion',
 }
 """What forks and prepares a child (see docs/attacks.md); never the server, the jail or anything of the worker."""
 
@@ -162,9 +162,9 @@ def test_the_warm_parents_memory_holds_no_server_configuration(
     needles = [b'uid_base', b'allow_unsafe', stack.env['JUDGE_CACHE_DIR'].encode(), stack.redis_url.encode()]
     needles += [b'REDIS_URI']
     below = descendants(stack.worker.proc.pid)
-    zygotes = [pid for pid, proc in below.items() if is_zygote(proc) and 'zygote_main' in proc.cmdline]
+    zygotes = [pid for pid, proc in below.items() if is_zygote(proc) and 'judge.sandbox.zygote' in proc.cmdline]
     spares = [pid for pid, proc in below.items() if proc.ppid in zygotes and proc.uid != 0]
-    servers = [pid for pid, proc in below.items() if re.search(r'sandbox/server\.py', proc.cmdline)]
+    servers = [pid for pid, proc in below.items() if re.search(r'sandbox/server/main\.py', proc.cmdline)]
     assert len(zygotes) >= 2 and spares and servers, below
     found = {}
     for pid in zygotes + spares:

@@ -21,14 +21,15 @@ from typing import NamedTuple
 
 import pytest
 
+from judge.runtime import submission_python
 from judge.sandbox.client import ExecRequest, SlotClient, SlotConfig
-from judge.sandbox.jail import available_tiers
 from judge.sandbox.limits import Limits
+from judge.sandbox.server.jail import available_tiers
 from judge.sandbox.slots import claim_slot
 from judge.settings import DEFAULT_PYTHON_PRELOAD, Settings
 from tests.fidelity.corpus.base import Program
 
-PYTHON = Settings().python_executor_path
+PYTHON = submission_python(Settings())
 DEFAULT_PRELOAD = [m for m in DEFAULT_PYTHON_PRELOAD.split(',') if m]
 SCIENTIFIC_PRELOAD = [*DEFAULT_PRELOAD, 'sympy', 'numpy']
 """What an operator sets today to keep the scientific import out of each submission:

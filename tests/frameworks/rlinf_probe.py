@@ -3,7 +3,7 @@
 ``LoopProbe`` inherits every tool-call method of RLinf 0.3.0's rStar2 agent loop
 (``tool_session_get``/``tool_call``/``tool_session_release``, ``post_process``,
 ``get_rollout_result`` and the base class's ``state_less_tool_call_with_channel``), through
-``toolkit.rlinf_loop.JudgeRstar2AgentLoopWorker``, and runs them in a real Ray actor on RLinf
+``toolkit.rlinf.loop.JudgeRstar2AgentLoopWorker``, and runs them in a real Ray actor on RLinf
 channels.  Only the constructor differs: it skips loading a tokenizer, which tool calls never use.
 """
 
@@ -17,7 +17,7 @@ from rlinf.data.tool_call.tool_io_struct import ToolRequest
 from rlinf.scheduler import Worker
 from rlinf.workers.agent.agent_loop import AgentLoopOutput
 
-from toolkit.rlinf_loop import JudgeRstar2AgentLoopWorker
+from toolkit.rlinf.loop import JudgeRstar2AgentLoopWorker
 
 
 class LoopProbe(JudgeRstar2AgentLoopWorker):  # type: ignore[misc]

@@ -43,5 +43,11 @@ def test_toolkit_comes_from_the_client_distribution() -> None:
     installed = Path(str(dist.locate_file('toolkit/__init__.py'))).resolve()
     assert Path(toolkit.__file__).resolve() == installed  # not the checkout's toolkit/
     assert [r.split(';')[0] for r in dist.requires or [] if 'extra ==' not in r] == ['aiohttp>=3.9']
-    shipped = sorted(p.name for p in (installed.parent / 'configs').glob('*.yaml'))
+    shipped = sorted(p.name for p in installed.parent.glob('*/configs/*.yaml'))
     assert shipped == ['jupyter_tool_config.yaml', 'python_tool_config.yaml', 'rlinf_codejudge.yaml']
+    # Every module of the checkout's toolkit is in the wheel, but the benchmarks (they read the server's processes).
+    checkout = Path(__file__).resolve().parents[2] / 'toolkit'
+    wanted = {str(p.relative_to(checkout)) for p in checkout.rglob('*.py')}
+    wanted = {p for p in wanted if not p.startswith('bench/')}
+    assert {str(p.relative_to(installed.parent)) for p in installed.parent.rglob('*.py')} == wanted
+    assert importlib.util.find_spec('toolkit.bench') is None

@@ -5,7 +5,7 @@ A 1-node RLinf ``Cluster`` on a private local CPU-only Ray; tool workers launche
 ``AgentRunner`` wires them (``Tool-<group>`` inputs, one shared ``ToolOutput``); ``start_server()``
 not waited; requests sent by RLinf's own rStar2 agent-loop code (``tests/frameworks/rlinf_probe.py``)
 to a real gateway (redis-server, Celery prefork worker, uvicorn).  ``RLINF_EXT_MODULE`` names
-``toolkit.rlinf_ext``, so every worker process runs its ``register()``.
+``toolkit.rlinf.ext``, so every worker process runs its ``register()``.
 """
 
 from __future__ import annotations
@@ -39,7 +39,7 @@ def rlinf(gateway_url: str, dead_url: str) -> Iterator[SimpleNamespace]:
             'RAY_USAGE_STATS_ENABLED': '0',
             'RAY_TMPDIR': ray_tmp,
             'GLOO_SOCKET_IFNAME': 'lo',
-            'RLINF_EXT_MODULE': 'toolkit.rlinf_ext',
+            'RLINF_EXT_MODULE': 'toolkit.rlinf.ext',
         }
     )
     import ray
@@ -68,7 +68,7 @@ def launch(url: Any, dead: Any) -> SimpleNamespace:
     specs = {
         'JudgeToolWorker': (JudgeToolWorker, cfg(deadline_s=DEADLINE_S, concurrency_limit=CONCURRENCY_LIMIT)),
         'JudgeDown': (JudgeToolWorker, cfg(dead, deadline_s=DOWN_DEADLINE_S)),
-        'HttpToolWorker': (HttpToolWorker, cfg(toolkit=False)),  # stock RLinf, opted out of toolkit.rlinf_ext
+        'HttpToolWorker': (HttpToolWorker, cfg(toolkit=False)),  # stock RLinf, opted out of toolkit.rlinf.ext
         'HttpRerouted': (HttpToolWorker, cfg(dead, deadline_s=DOWN_DEADLINE_S)),  # stock class, our tool
     }
     cluster = Cluster(num_nodes=1)
@@ -189,7 +189,7 @@ def test_concurrent_calls_are_batched_within_concurrency_limit(rlinf: SimpleName
 def test_ext_module_serves_stock_http_tool_worker(rlinf: SimpleNamespace) -> None:
     # RLinf's own HttpToolWorker class (as its rStar2 entry script launches it), pointed at a gateway
     # that is down: stock, it logs and drops the call and the trajectory waits forever; with
-    # RLINF_EXT_MODULE=toolkit.rlinf_ext its tool is ours and answers by the deadline.
+    # RLINF_EXT_MODULE=toolkit.rlinf.ext its tool is ours and answers by the deadline.
     [(elapsed, reply)] = raw(rlinf, 'HttpRerouted', [(PY, {'code': 'print(1)', 'input': ''})])
     assert elapsed < DOWN_DEADLINE_S + 1 and not reply.success and reply.meta_info['infra_error'] is True
     assert reply.result.startswith('Tool call failure\nreason: ')
@@ -207,7 +207,7 @@ def test_ext_module_registers_the_judge_reward(rlinf: SimpleNamespace, gateway_u
 
 
 def test_agent_loop_masks_trajectories_with_infrastructure_failures(rlinf: SimpleNamespace) -> None:
-    # toolkit.rlinf_loop: RLinf's rStar2 loop, plus meta_info['infra_error'] carried to the RolloutResult
+    # toolkit.rlinf.loop: RLinf's rStar2 loop, plus meta_info['infra_error'] carried to the RolloutResult
     rlinf.probe.route({PY: 'JudgeToolWorker', NB: 'JudgeDown'}).wait()
     good, program_error, judge_down = (
         (PY, {'code': 'print(1)', 'input': ''}),

@@ -27,7 +27,7 @@ import toolkit  # noqa: E402
 
 pytestmark = pytest.mark.integration
 
-CONFIGS = Path(toolkit.__file__).parent / 'configs'
+CONFIGS = Path(toolkit.__file__).parent / 'verl' / 'configs'
 NEW_LOOP = tuple(int(p) for p in verl.__version__.split('.')[:2]) >= (0, 9)
 needs_loop = pytest.mark.skipif(not NEW_LOOP, reason='ToolAgentLoop tests target verl 0.9')
 

@@ -1,0 +1,164 @@
+"""Run one submission: pick the executor, compile, run, check, fold into an upstream-shaped result.
+
+Pure Python over the sandbox; no Celery.  Infrastructure failures raise `SandboxError` (the worker
+turns them into `internal_error`); everything the user's program did is a normal result, built by
+`judge.results.build_result`.
+"""
+
+from __future__ import annotations
+
+import logging
+from dataclasses import dataclass
+
+from judge.checker import Checker, get_checker
+from judge.contracts import CompileDict, ResultDict, RunPayload, Verdict
+from judge.errors import UnsupportedLanguage
+from judge.executors import EXECUTORS, Compiled, Executor, Toolchain
+from judge.results import build_result
+from judge.sandbox.client import ExecResult, SlotClient
+from judge.sandbox.limits import Limits
+from judge.verdict import pick
+
+logger = logging.getLogger('judge.worker.runner')
+
+TIMEOUT_MARKER = 'Suicide from timeout.'
+"""Upstream appends this to stdout on a timeout; its tests check it, so we keep it."""
+_COMPARE_SLACK_BYTES = 64 * 1024
+
+
+@dataclass
+class RunnerConfig:
+    """Per-node policy of the runner."""
+
+    time_s: float = 10.0
+    memory_mb: int = 256
+    output_limit_bytes: int = 16 * 1024 * 1024
+    file_limit_bytes: int = 16 * 1024 * 1024
+    pids: int = 64
+    max_chars: int = 1000
+
+
+class Runner:
+    """Judges submissions in one slot."""
+
+    def __init__(self, toolchain: Toolchain, slot: SlotClient, config: RunnerConfig) -> None:
+        self.toolchain = toolchain
+        self.slot = slot
+        self.config = config
+        self._executors: dict[str, Executor] = {}
+
+    def executor(self, language: str) -> Executor:
+        """The executor of ``language``; `UnsupportedLanguage` when there is none."""
+        if language not in self._executors:
+            try:
+                cls = EXECUTORS[language]
+            except KeyError:
+                raise UnsupportedLanguage(f'unsupported language {language!r}') from None
+            self._executors[language] = cls(self.toolchain, self.slot)
+        return self._executors[language]
+
+    def limits(self, language: str, expected: str | None) -> Limits:
+        """Run limits for one submission."""
+        capture = max(64 * 1024, 4 * self.config.max_chars)
+        if expected is not None:
+            capture = max(capture, len(expected.encode('utf-8', 'surrogateescape')) + _COMPARE_SLACK_BYTES)
+        limits = Limits(
+            time_s=self.config.time_s,
+            memory_mb=self.config.memory_mb,
+            output_bytes=self.config.output_limit_bytes,
+            capture_bytes=min(capture, self.config.output_limit_bytes),
+            file_bytes=self.config.file_limit_bytes,
+            pids=self.config.pids,
+        )
+        return self.executor(language).run_limits(limits)
+
+    def run(self, sub: RunPayload, checker: Checker | None = None) -> ResultDict:
+        """Judge one submission.
+
+        The output is compared by ``checker`` if given, else by the submission's ``checker`` key
+        (`judge.checker.get_checker` names), else by upstream's ``strip`` rule.
+        """
+        language = sub['type']
+        source = sub['solution']
+        expected = sub.get('expected_output')
+        if checker is None:
+            checker = get_checker(sub.get('checker') or 'strip')
+        executor = self.executor(language)
+        compiled = executor.compile(source)
+        if compiled is not None and not compiled.ok:
+            return self._compile_error(sub, compiled, executor)
+        stdin = (sub.get('input') or '').encode('utf-8', 'surrogateescape')
+        result = executor.run(source, compiled, stdin, self.limits(language, expected), sub.get('seed'))
+        return self._fold(sub, result, expected, checker, compiled, executor)
+
+    def _compile_info(self, compiled: Compiled) -> CompileDict:
+        stderr, cut = _head(compiled.stderr.decode('utf-8', 'replace'), self.config.max_chars)
+        return {
+            'ok': compiled.ok,
+            'cached': compiled.cached,
+            'cost': round(compiled.wall_s, 6),
+            'stderr': stderr,
+            'stderr_truncated': cut,
+        }
+
+    def _compile_error(self, sub: RunPayload, compiled: Compiled, executor: Executor) -> ResultDict:
+        info = self._compile_info(compiled)
+        return build_result(
+            sub['sub_id'],
+            Verdict.COMPILE_ERROR,
+            stdout='',
+            stderr=info['stderr'],
+            stderr_truncated=info['stderr_truncated'],
+            toolchain=executor.version(),
+            runtime=self.toolchain.runtime or None,
+            compile=info,
+        )
+
+    def _fold(
+        self,
+        sub: RunPayload,
+        result: ExecResult,
+        expected: str | None,
+        checker: Checker,
+        compiled: Compiled | None,
+        executor: Executor,
+    ) -> ResultDict:
+        stdout_full = result.stdout.decode('utf-8', 'replace')
+        stderr_full = result.stderr.decode('utf-8', 'replace')
+        flags: set[Verdict] = set()
+        if result.timed_out:
+            flags.add(Verdict.TIME_LIMIT)
+        if result.memory_exceeded or (result.exit_code != 0 and executor.is_oom(stderr_full)):
+            flags.add(Verdict.MEMORY_LIMIT)
+        if result.output_exceeded:
+            flags.add(Verdict.OUTPUT_LIMIT)
+        if result.exit_code != 0:
+            flags.add(Verdict.RUNTIME_ERROR)
+        if not flags and expected is not None:
+            complete = result.stdout_bytes <= len(result.stdout)
+            if not complete or not checker(stdout_full, expected):
+                flags.add(Verdict.WRONG_ANSWER)
+        if result.timed_out:
+            stdout_full = f'{stdout_full}{"" if not stdout_full or stdout_full.endswith(chr(10)) else chr(10)}'
+            stdout_full += TIMEOUT_MARKER + '\n'
+        stdout, out_cut = _head(stdout_full, self.config.max_chars)
+        stderr, err_cut = _head(stderr_full, self.config.max_chars)
+        return build_result(
+            sub['sub_id'],
+            pick(flags),
+            cost_s=result.wall_s,
+            stdout=stdout,
+            stderr=stderr,
+            exit_code=result.exit_code,
+            stdout_truncated=out_cut or result.stdout_bytes > len(result.stdout),
+            stderr_truncated=err_cut or result.stderr_bytes > len(result.stderr),
+            toolchain=executor.version(),
+            runtime=self.toolchain.runtime or None,
+            compile=None if compiled is None else self._compile_info(compiled),
+        )
+
+
+def _head(text: str, max_chars: int) -> tuple[str, bool]:
+    if len(text) <= max_chars:
+        return text, False
+    return text[:max_chars], True

@@ -1,0 +1,1 @@
+"""Benchmarks against a running gateway: ``python -m toolkit.bench <scenario>`` (not in the client wheel)."""

@@ -1,0 +1,1 @@
+"""Offline evaluation: ``python -m toolkit.evaluate in.jsonl -o out.jsonl`` (and ``--math``)."""

@@ -1,0 +1,1 @@
+"""verl tools backed by the judge (`PythonTool`, `JupyterTool`) and their YAML configs."""
