@@ -4,7 +4,7 @@ VENV ?= .venv
 PY := $(VENV)/bin/python
 PIP := $(VENV)/bin/pip
 STAMP := $(VENV)/.installed
-# Exact versions of everything installed (README, "Upgrading dependencies"); `make lock` rewrites it.
+# Exact versions of everything installed (docs/upgrading.md); `make lock` rewrites it.
 CONSTRAINTS := constraints.txt
 BASE_PYTHON ?= $(shell command -v python3.11 >/dev/null 2>&1 && python3.11 -c 'import sys;print(sys.executable)' || python3 -c 'import sys;print(sys.executable)')
 

@@ -1,7 +1,7 @@
 """Celery settings (lowercase names only), derived from `judge.settings`.
 
 Gateway and workers must share these: the same `sep`, `priority_steps` and serializer, or
-messages and priorities break (see celery.md).  What the transport path (``JUDGE_TRANSPORT``)
+messages and priorities break (docs/transport.md).  What the transport path (``JUDGE_TRANSPORT``)
 changes comes from `judge.transport.config`.
 """
 

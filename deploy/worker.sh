@@ -170,7 +170,7 @@ if [ "$(id -u)" != 0 ]; then
     echo "worker.sh: not root: only the 'none' sandbox tier is possible (needs JUDGE_ALLOW_UNSAFE=1)" >&2
 fi
 
-# The submission runtime (README "Submission runtime"): built once from the pins and the operator's
+# The submission runtime (docs/runtime.md): built once from the pins and the operator's
 # JUDGE_RUNTIME_REQUIREMENTS / JUDGE_RUNTIME_MODULES, found again at once on later starts (a lock
 # makes concurrent starts of several instances build it once).
 if [ "$mode" = run ] || [ "$mode" = one ]; then

@@ -2,8 +2,8 @@
 
 Each internal the fast path uses is checked here against the installed Celery, kombu and redis-py,
 by signature and by behaviour: what our code writes to Redis is compared with what the library
-itself writes.  After an upgrade, a failure here names what changed (README, "Upgrading
-dependencies"); ``JUDGE_TRANSPORT=stock`` runs without any of these internals.
+itself writes.  After an upgrade, a failure here names what changed (docs/upgrading.md);
+``JUDGE_TRANSPORT=stock`` runs without any of these internals.
 """
 
 from __future__ import annotations

@@ -1,6 +1,6 @@
 """The HTTP request and response models of the gateway (pydantic).
 
-The shapes are upstream code-judge's (see the README's API section); every field we add is additive
+The shapes are upstream code-judge's (docs/api.md); every field we add is additive
 and optional for clients.  Of the judge, only the checker names (`judge.checker`, pure) are imported.
 """
 

@@ -27,8 +27,8 @@ QUEUE_LONG = 'judge.long'
 QUEUES = (QUEUE_RUN, QUEUE_BATCH, QUEUE_LONG)
 """Every queue, in the order a worker takes from them (the first non-empty one wins)."""
 
-# Redis transport: 0 is the highest priority, 9 the lowest (celery.md).  With one priority step per
-# queue (below) the queues' order is what ranks the routes; messages still carry these.
+# Redis transport: 0 is the highest priority, 9 the lowest (docs/transport.md, "Priorities").  With
+# one priority step per queue (below) the queues' order is what ranks the routes; messages still carry these.
 PRIORITY_RUN = 1
 PRIORITY_BATCH = 4
 PRIORITY_LONG = 7

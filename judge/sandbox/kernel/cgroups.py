@@ -1,4 +1,4 @@
-"""Per-slot memory + pids cgroups for cgroup v1 and v2 (sandbox.md §7).
+"""Per-slot memory + pids cgroups for cgroup v1 and v2 (docs/sandbox.md, "Per-slot cgroups").
 
 The hierarchy comes from `judge.sandbox.kernel.hierarchy.detect`.  A slot's cgroups are created once; per
 execution the forked child only calls `join` and the slot server sweeps the group with `kill_all`.

@@ -3,7 +3,8 @@
 A ruleset handles every filesystem right the running kernel's ABI knows (v1 base set, v2 REFER,
 v3 TRUNCATE, v5 IOCTL_DEV), grants read+execute beneath the read paths and everything beneath the
 write paths; with ABI >= 4 it can deny all TCP bind/connect, and with ABI >= 6 it scopes abstract
-unix sockets and signals to the domain (sandbox.md §5).  x86_64 and aarch64 share syscall numbers.
+unix sockets and signals to the domain (docs/sandbox.md, "Seccomp and Landlock").  x86_64 and
+aarch64 share syscall numbers.
 """
 
 from __future__ import annotations

@@ -1,10 +1,11 @@
 """A small seccomp deny-list, compiled to classic BPF without libseccomp.
 
 `build_filter` assembles the program once (in the slot server); each forked child then only calls
-`install`, which is two ``prctl`` calls.  The policy (sandbox.md §5): default ALLOW; kill the process
-on a foreign architecture and on x32 system calls; EPERM for non-AF_UNIX ``socket``, namespace
-creation, mounts, ptrace, kernel-facing administration calls and io_uring; ENOSYS for ``clone3`` so
-glibc falls back to ``clone``, whose flags a classic BPF filter can inspect.
+`install`, which is two ``prctl`` calls.  The policy (docs/sandbox.md, "Seccomp and Landlock"):
+default ALLOW; kill the process on a foreign architecture and on x32 system calls; EPERM for
+non-AF_UNIX ``socket``, namespace creation, mounts, ptrace, kernel-facing administration calls and
+io_uring; ENOSYS for ``clone3`` so glibc falls back to ``clone``, whose flags a classic BPF filter
+can inspect.
 
 Syscall numbers live in explicit per-architecture tables below (x86_64 and aarch64).
 """

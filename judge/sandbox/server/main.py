@@ -1,6 +1,6 @@
 """The slot server: one small long-lived process per worker slot that runs executions.
 
-A Celery pool process is large, so forking it per submission is slow (sandbox.md §3.3).  Instead
+A Celery pool process is large, so forking it per submission is slow (docs/sandbox.md, "Why a slot server").  Instead
 each pool process starts one slot server with a clean environment; the server prepares the jail
 once (uid, cgroups, namespaces, filters, depending on the tier) and runs one child per request.
 This module answers the requests; the slot's spare children and the clean-up after every execution

@@ -1,6 +1,6 @@
 """Which isolation tier a slot runs, and what its programs see of the host: paths and environment.
 
-Tiers, strongest first (see the README's sandbox section):
+Tiers, strongest first (docs/sandbox.md, "Tiers"):
 
 * ``namespaces``: the slot server lives in its own net/ipc/uts/mount/pid namespaces, with a
   read-only root, a fresh ``/proc``, the project and home directories hidden, and private

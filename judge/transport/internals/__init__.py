@@ -6,7 +6,7 @@ where it is used and how it is called; `verify` checks that the installed librar
 with a compatible signature, and raises `judge.errors.InternalsChanged` naming what changed (the
 fast path runs it at start-up, and ``tests/test_transport_contract.py`` runs it and checks each
 internal's behaviour against the library's own code on a real Redis).  After upgrading Celery,
-kombu or redis-py, run those tests (README, "Upgrading dependencies").
+kombu or redis-py, run those tests (docs/upgrading.md).
 """
 
 from __future__ import annotations
