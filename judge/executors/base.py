@@ -12,6 +12,7 @@ Templates are `str.format` strings over `Executor.fields` (``{src}``, ``{out}``,
 
 from __future__ import annotations
 
+import functools
 import hashlib
 import json
 import os
@@ -25,6 +26,12 @@ from judge.sandbox.limits import Limits
 __all__ = ['ENV_TOOL', 'Compiled', 'Executor', 'Toolchain', 'find_tool', 'tool_version']
 
 ENV_TOOL = '/usr/bin/env'
+COMPILE_OUTPUT_BYTES = 16 * 1024 * 1024
+"""stdout+stderr of a compile step."""
+COMPILE_FILE_BYTES = 256 * 1024 * 1024
+"""Largest file a compile step may write (the artifact)."""
+COMPILE_PIDS = 64
+"""Processes and threads of a compile step (not `JUDGE_PIDS_LIMIT`, which bounds runs)."""
 
 
 class Executor:
@@ -104,13 +111,12 @@ class Executor:
         return argv
 
     def run_limits(self, limits: Limits) -> Limits:
-        """The runner's limits adjusted for this language."""
-        data = limits.to_dict()
-        data['as_extra_mb'] = self.as_extra_mb
-        data['use_rlimit_as'] = limits.use_rlimit_as and self.rlimit_as
-        if self.pids is not None:
-            data['pids'] = self.pids
-        return Limits.from_dict(data)
+        """The node's run limits adjusted for this language (`judge.worker.runner.Runner` asks once per language)."""
+        return limits._replace(
+            as_extra_mb=self.as_extra_mb,
+            use_rlimit_as=limits.use_rlimit_as and self.rlimit_as,
+            pids=limits.pids if self.pids is None else self.pids,
+        )
 
     def is_oom(self, stderr: str) -> bool:
         """Whether stderr shows the runtime's own out-of-memory failure."""
@@ -127,14 +133,18 @@ class Executor:
         """Arguments appended to the compile command that do not change the artifact (e.g. a PCH dir)."""
         return []
 
+    @functools.cached_property
     def compile_limits(self) -> Limits:
-        """Limits of the compile step."""
+        """Limits of the compile step (built once per executor): the toolchain's time and memory
+        (`JUDGE_COMPILE_TIME_LIMIT`, `JUDGE_COMPILE_MEMORY_MB`), fixed bounds for the rest."""
         return Limits(
             time_s=self.toolchain.compile_time_s,
             memory_mb=self.toolchain.compile_memory_mb,
+            output_bytes=COMPILE_OUTPUT_BYTES,
+            file_bytes=COMPILE_FILE_BYTES,
+            pids=COMPILE_PIDS,
             as_extra_mb=1024,
             capture_bytes=64 * 1024,
-            file_bytes=256 * 1024 * 1024,
             use_rlimit_as=self.rlimit_as,
         )
 
@@ -147,9 +157,8 @@ class Executor:
     def run(
         self, source: str, compiled: Compiled | None, stdin: bytes, limits: Limits, seed: int | None = None
     ) -> ExecResult:
-        """Run the program once with ``stdin``; ``seed`` (replayable randomness) only means something to
-        Python (`judge.executors.python`)."""
-        limits = self.run_limits(limits)
+        """Run the program once with ``stdin`` under ``limits`` (already this language's, `run_limits`);
+        ``seed`` (replayable randomness) only means something to Python (`judge.executors.python`)."""
         values = self.fields(source, limits.memory_mb)
         argv = self.argv(self.run_argv, self.run_env, values)
         if compiled is not None:

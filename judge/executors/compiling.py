@@ -80,7 +80,7 @@ def compile_once(executor: Executor, source: str) -> Compiled:
 
 
 def _compile_in_sandbox(executor: Executor, source: str, artifact: str) -> Compiled:
-    limits = executor.compile_limits()
+    limits = executor.compile_limits
     values = executor.fields(source, limits.memory_mb)
     argv = [*executor.argv(executor.compile_argv, executor.compile_env, values), *executor.extra_compile_args(source)]
     result = executor.execute(

@@ -49,7 +49,7 @@ class SlotServer(SlotLife):
         if op != 'exec':
             return {'ok': False, 'error': f'unknown op {op!r}'}, ()
         self.finish()
-        limits = self.jail.effective_limits(Limits.from_dict(header.get('limits') or {}))
+        limits = self.jail.effective_limits(Limits.from_dict(header['limits']))
         kind, exact = self.parents.choose(header.get('python_source'), header.get('parent'))
         spare = self._take_spare(kind, exact)
         used = self.spare_kind
