@@ -18,7 +18,7 @@ from typing import ClassVar
 import pytest
 
 from judge.executors import CExecutor, CppExecutor, Toolchain, cache
-from judge.executors.base import Executor
+from judge.executors.compiled import CompiledExecutor
 from judge.runtime import submission_python
 from judge.sandbox.client import ExecRequest, ExecResult, SandboxError, SlotClient
 from judge.settings import Settings
@@ -90,7 +90,7 @@ def test_a_request_caught_by_one_server_death_is_retried_transparently(slot: Slo
     assert (result.exit_code, result.stdout) == (0, b'7\n') and slot.restarts == 1 and slot.server_pid != victim
 
 
-class _ForkingCompiler(Executor):
+class _ForkingCompiler(CompiledExecutor):
     """A "compiler" that needs more processes than the slot has: a resource failure, every time."""
 
     language = 'forking'
@@ -117,7 +117,7 @@ class _CountingCpp(CppExecutor):
         return super().execute(request)
 
 
-def _artifact_record(executor: Executor, source: str) -> dict[str, object] | None:
+def _artifact_record(executor: CompiledExecutor, source: str) -> dict[str, object] | None:
     return cache.read_record(executor.cache_path(executor.language, *executor.compile_key(source)))
 
 

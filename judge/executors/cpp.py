@@ -10,7 +10,8 @@ import re
 import subprocess
 import time
 
-from judge.executors.base import Executor
+from judge.executors.compiled import CompiledExecutor
+from judge.executors.toolchain import can_link_static
 from judge.sandbox.client import ExecRequest
 from judge.sandbox.limits import Limits
 
@@ -41,17 +42,7 @@ def _bits_header(cxx: str) -> str | None:
     return None
 
 
-@functools.lru_cache(maxsize=4)
-def can_link_static(cxx: str) -> bool:
-    """Whether the compiler has a static libc (then binaries are linked statically)."""
-    try:
-        out = subprocess.run([cxx, '-print-file-name=libc.a'], capture_output=True, timeout=10, check=False)
-    except (OSError, subprocess.TimeoutExpired):
-        return False
-    return os.path.isabs(out.stdout.decode().strip())
-
-
-class CppExecutor(Executor):
+class CppExecutor(CompiledExecutor):
     """g++ -O2 with C++17 (GNU dialect), statically linked where the toolchain allows."""
 
     language = 'cpp'
