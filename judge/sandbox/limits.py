@@ -28,6 +28,10 @@ class Limits(NamedTuple):
     as_extra_mb: int = 128
     use_rlimit_as: bool = True
 
+    def capturing(self, stream_bytes: int) -> Limits:
+        """These limits, keeping at least ``stream_bytes`` of each stream (at most ``output_bytes``)."""
+        return self._replace(capture_bytes=min(max(self.capture_bytes, stream_bytes), self.output_bytes))
+
     def to_dict(self) -> dict[str, Any]:
         """A JSON-able copy: how an execution's limits travel to the slot server (`judge.sandbox.client`)."""
         return self._asdict()

@@ -66,8 +66,7 @@ class Runner:
         limits = self._language(language)[1]
         if expected is None:
             return limits
-        needed = len(expected.encode('utf-8', 'surrogateescape')) + _COMPARE_SLACK_BYTES
-        return limits._replace(capture_bytes=min(max(limits.capture_bytes, needed), limits.output_bytes))
+        return limits.capturing(len(expected.encode('utf-8', 'surrogateescape')) + _COMPARE_SLACK_BYTES)
 
     def run(self, sub: RunPayload, checker: Checker | None = None) -> ResultDict:
         """Judge one submission.
