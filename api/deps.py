@@ -10,6 +10,7 @@ from fastapi import Depends, Request
 
 from judge.settings import Settings
 from judge.transport.admission import Admission
+from judge.transport.lanes import Lanes
 from judge.transport.router import Router
 
 
@@ -23,8 +24,8 @@ class Gateway:
     """Every broker shard (one unless ``JUDGE_BROKER_SHARDS`` names several) and how requests reach them."""
     admission: Admission
     """The cluster-wide in-flight count (in the first shard)."""
-    wait_s: dict[str, float]
-    """Deadline per lane name (`judge.transport.keys.LANES`)."""
+    lanes: Lanes
+    """Queue, priority and deadline of each kind of route, from the settings."""
 
 
 async def get_gateway(request: Request) -> Gateway:

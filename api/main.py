@@ -21,6 +21,7 @@ from judge.app import app as celery_app
 from judge.procname import name_process
 from judge.settings import get_settings
 from judge.transport.admission import Admission
+from judge.transport.lanes import Lanes
 from judge.transport.paths import open_router
 from judge.version import VERSION
 
@@ -39,11 +40,7 @@ async def lifespan(app: FastAPI) -> AsyncIterator[None]:
         celery=celery_app,
         router=router,
         admission=admission,
-        wait_s={
-            'single': settings.max_queue_wait_time,
-            'batch': settings.max_queue_wait_time,
-            'long': settings.long_batch_wait_s,
-        },
+        lanes=Lanes.from_settings(settings),
     )
     try:
         yield

@@ -19,6 +19,7 @@ from judge.contracts import (
     SubmissionResult,
 )
 from judge.results import judge_view
+from judge.transport.lanes import Lane
 
 router = APIRouter()
 
@@ -32,18 +33,18 @@ async def ping() -> str:
 @router.post('/run', response_model=SubmissionResult)
 async def run(sub: Submission, gateway: GatewayDep, request: Request) -> Response:
     """Run one submission (highest priority)."""
-    (result,) = await submit(gateway, request, [sub.payload()], 'single', sub.sub_id or '')
+    (result,) = await submit(gateway, request, [sub.payload()], gateway.lanes.single, sub.sub_id or '')
     return json_response(result)
 
 
 @router.post('/judge', response_model=JudgeResult)
 async def judge(sub: Submission, gateway: GatewayDep, request: Request) -> Response:
     """Judge one submission; like `/run` without the output streams."""
-    (result,) = await submit(gateway, request, [sub.payload()], 'single', sub.sub_id or '')
+    (result,) = await submit(gateway, request, [sub.payload()], gateway.lanes.single, sub.sub_id or '')
     return json_response(judge_view(result))
 
 
-async def _batch(batch: BatchSubmission, gateway: GatewayDep, request: Request, lane: str, streams: bool) -> Response:
+async def _batch(batch: BatchSubmission, gateway: GatewayDep, request: Request, lane: Lane, streams: bool) -> Response:
     payloads = [s.payload() for s in batch.submissions]
     results: list[Any] = await submit(gateway, request, payloads, lane, batch.sub_id or '')
     if not streams:
@@ -54,25 +55,25 @@ async def _batch(batch: BatchSubmission, gateway: GatewayDep, request: Request, 
 @router.post('/run/batch', response_model=BatchSubmissionResult)
 async def run_batch(batch: BatchSubmission, gateway: GatewayDep, request: Request) -> Response:
     """Run a batch with the normal deadline; results in submission order."""
-    return await _batch(batch, gateway, request, 'batch', True)
+    return await _batch(batch, gateway, request, gateway.lanes.batch, True)
 
 
 @router.post('/run/long-batch', response_model=BatchSubmissionResult)
 async def run_long_batch(batch: BatchSubmission, gateway: GatewayDep, request: Request) -> Response:
     """Run a batch with the long deadline (lowest priority, never dropped for queue age)."""
-    return await _batch(batch, gateway, request, 'long', True)
+    return await _batch(batch, gateway, request, gateway.lanes.long, True)
 
 
 @router.post('/judge/batch', response_model=BatchJudgeResult)
 async def judge_batch(batch: BatchSubmission, gateway: GatewayDep, request: Request) -> Response:
     """Judge a batch with the normal deadline."""
-    return await _batch(batch, gateway, request, 'batch', False)
+    return await _batch(batch, gateway, request, gateway.lanes.batch, False)
 
 
 @router.post('/judge/long-batch', response_model=BatchJudgeResult)
 async def judge_long_batch(batch: BatchSubmission, gateway: GatewayDep, request: Request) -> Response:
     """Judge a batch with the long deadline."""
-    return await _batch(batch, gateway, request, 'long', False)
+    return await _batch(batch, gateway, request, gateway.lanes.long, False)
 
 
 @router.get('/status', response_model=StatusResult)
