@@ -10,7 +10,6 @@ from fastapi import Depends, Request
 
 from judge.settings import Settings
 from judge.transport.admission import Admission
-from judge.transport.lanes import Lanes
 from judge.transport.router import Router
 
 
@@ -24,8 +23,6 @@ class Gateway:
     """Every broker shard (one unless ``JUDGE_BROKER_SHARDS`` names several) and how requests reach them."""
     admission: Admission
     """The cluster-wide in-flight count (in the first shard)."""
-    lanes: Lanes
-    """Queue, priority and deadline of each kind of route, from the settings."""
 
 
 async def get_gateway(request: Request) -> Gateway:
