@@ -27,9 +27,9 @@ from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 from typing import Any
 
-from tests.conftest import stack_env
-from tests.helpers import post
-from tests.services import start_gateway, start_redis, start_worker
+from tests.support.helpers import post
+from tests.support.services import start_gateway, start_redis, start_worker
+from tests.support.stack import stack_env
 
 SOLUTION = (
     '#include <bits/stdc++.h>\n'

@@ -13,10 +13,10 @@ import redis
 
 from judge.contracts import JudgeResult, SubmissionResult
 from judge.transport.keys import KeySpace
-from tests.conftest import TIME_LIMIT_S, Stack
-from tests.helpers import post, request
+from tests.support.helpers import post, request
+from tests.support.stack import TIME_LIMIT_S, Stack
 
-pytestmark = pytest.mark.integration
+pytestmark = [pytest.mark.integration, pytest.mark.both_paths]
 
 CPP_SLEEP_PRINT = '#include <unistd.h>\n#include <cstdio>\nint main(){sleep(%d);printf("a\\n");return 0;}\n'
 CPP_PRINT_A = '#include <cstdio>\nint main(){printf("a\\n");return 0;}\n'

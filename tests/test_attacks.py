@@ -36,11 +36,10 @@ from urllib.parse import urlsplit
 import pytest
 
 from judge.sandbox.kernel import cgroups
-from tests.attack_kit import (
+from tests.support.attack_kit import (
     MEMORY_BOUND,
     NPROC_SLACK,
     PIDS_BOUND,
-    REPO,
     SLOTS,
     HostProc,
     SafetyInfo,
@@ -52,9 +51,10 @@ from tests.attack_kit import (
     slot_servers,
     survived,
 )
-from tests.conftest import TIME_LIMIT_S, Stack
+from tests.support.paths import ROOT as REPO
+from tests.support.stack import TIME_LIMIT_S, Stack
 
-pytestmark = [pytest.mark.integration, pytest.mark.attack]
+pytestmark = [pytest.mark.integration, pytest.mark.attack, pytest.mark.both_paths]
 
 PROJECT_FILE = REPO / 'judge' / 'settings.py'
 MAX_CHARS = 1000  # MAX_STDOUT_ERROR_LENGTH default

@@ -20,10 +20,10 @@ import pytest
 import redis
 
 from judge.transport.keys import KeySpace
-from tests.conftest import Stack
-from tests.helpers import request
-from tests.services import start_gateway
-from tests.test_metrics import scrape, value
+from tests.support.helpers import request
+from tests.support.metrics import scrape, value
+from tests.support.services import start_gateway
+from tests.support.stack import Stack
 
 pytestmark = pytest.mark.integration
 

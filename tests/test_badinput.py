@@ -14,7 +14,7 @@ from typing import Any
 
 import pytest
 
-from tests.helpers import request
+from tests.support.helpers import request
 
 pytestmark = pytest.mark.integration
 

@@ -29,10 +29,10 @@ from typing import Any
 import pytest
 
 from judge.stack import free_port, wait_port
-from tests.conftest import TIME_LIMIT_S
-from tests.helpers import post, request
-from tests.humaneval_style import check_records, write_jsonl
-from tests.services import ROOT, Service
+from tests.support.helpers import post, request
+from tests.support.humaneval_style import check_records, write_jsonl
+from tests.support.services import ROOT, Service
+from tests.support.stack import TIME_LIMIT_S
 
 pytestmark = [
     pytest.mark.deploy,

@@ -74,8 +74,8 @@ def test_submit_never_raises_on_unwritable_path(tmp_path: Path) -> None:
 
 def test_worker_saves_failed_cases_end_to_end(stack, tmp_path: Path) -> None:  # type: ignore[no-untyped-def]
     """A worker started with ERROR_CASE_SAVE_PATH writes the failed submission, not the passing one."""
-    from tests.helpers import post
-    from tests.services import start_gateway, start_worker
+    from tests.support.helpers import post
+    from tests.support.services import start_gateway, start_worker
 
     cases = tmp_path / 'cases'
     env = dict(

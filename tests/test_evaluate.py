@@ -11,7 +11,7 @@ from typing import Any
 import pytest
 
 from judge.stack import free_port
-from tests.services import ROOT
+from tests.support.services import ROOT
 from toolkit.evaluate.cli import main
 
 CASES: list[tuple[dict[str, Any], str]] = [

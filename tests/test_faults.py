@@ -27,11 +27,11 @@ from typing import Any
 import pytest
 
 from judge.stack import free_port, gateway_command, wait_port, worker_command
-from tests.conftest import stack_env
-from tests.helpers import request, wait_for
-from tests.services import Service, start_redis, start_worker
+from tests.support.helpers import request, wait_for
+from tests.support.services import Service, start_redis, start_worker
+from tests.support.stack import stack_env
 
-pytestmark = pytest.mark.integration
+pytestmark = [pytest.mark.integration, pytest.mark.both_paths]
 
 START_RE = re.compile(r'start sub_id=(\S+) batch=(\S+) pid=(\d+) retries=(\d+)')
 END_RE = re.compile(r'\] sub_id=(\S+) batch=\S+ type=\S+ verdict=(\S+)')

@@ -17,9 +17,9 @@ from typing import Any
 import pytest
 
 from judge.stack import free_port, wait_port
-from tests.conftest import Stack
-from tests.helpers import post, request
-from tests.services import Service
+from tests.support.helpers import post, request
+from tests.support.services import Service
+from tests.support.stack import Stack
 
 pytestmark = pytest.mark.integration
 

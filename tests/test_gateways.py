@@ -24,10 +24,10 @@ from typing import Any
 import pytest
 
 from judge.stack import free_port, gateway_command, wait_port
-from tests.conftest import stack_env
-from tests.helpers import gateway_status, request, wait_for
-from tests.services import Service, start_redis
-from tests.test_metrics import scrape, total, value
+from tests.support.helpers import gateway_status, request, wait_for
+from tests.support.metrics import scrape, total, value
+from tests.support.services import Service, start_redis
+from tests.support.stack import stack_env
 
 pytestmark = [
     pytest.mark.integration,

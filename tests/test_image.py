@@ -29,10 +29,10 @@ import pytest
 from judge.sandbox.slots import LOCK_DIR
 from judge.stack import free_port, wait_port
 from scripts.image_chroot import image_config, run_command
-from tests.conftest import TIME_LIMIT_S
-from tests.helpers import post, request
-from tests.humaneval_style import cases, check_records
-from tests.services import ROOT, Service
+from tests.support.helpers import post, request
+from tests.support.humaneval_style import cases, check_records
+from tests.support.services import ROOT, Service
+from tests.support.stack import TIME_LIMIT_S
 
 pytestmark = [
     pytest.mark.deploy,

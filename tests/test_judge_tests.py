@@ -10,7 +10,9 @@ import pytest
 from judge.checker import get_checker
 from judge.contracts import JudgeTestsRequest, Verdict
 from judge.results import build_result, fold_tests
-from tests.helpers import post, request
+from tests.support.helpers import post, request
+
+pytestmark = [pytest.mark.integration, pytest.mark.both_paths]
 
 ECHO = 'import sys\nsys.stdout.write(sys.stdin.read())\n'
 CPP_SQUARE = '#include <bits/stdc++.h>\n// {tag}\nint main(){{long long x;std::cin>>x;std::cout<<x*x<<"\\n";}}\n'

@@ -11,8 +11,8 @@ from typing import Any, get_args
 import pytest
 
 from judge.contracts import Language
-from tests.helpers import post, request
-from tests.lang_programs import AB, COMPILE_ERROR, MODE
+from tests.support.helpers import post, request
+from tests.support.lang_programs import AB, COMPILE_ERROR, MODE
 
 MODES = ('ok', 'crash', 'loop', 'hog')
 LANGUAGES: tuple[str, ...] = get_args(Language)

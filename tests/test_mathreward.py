@@ -12,8 +12,8 @@ import pytest
 
 from judge.runtime import submission_python
 from judge.settings import Settings
-from tests.conftest import Stack
-from tests.services import ROOT
+from tests.support.services import ROOT
+from tests.support.stack import Stack
 from toolkit.bench.mathcalls import math_case
 from toolkit.evaluate.maths import summarize_scores
 from toolkit.mathreward import MathScore, _parse_lines, grader_source, math_scores

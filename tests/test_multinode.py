@@ -19,9 +19,9 @@ from typing import Any
 import pytest
 
 from judge.stack import worker_command
-from tests.conftest import stack_env
-from tests.helpers import post, request
-from tests.services import Service, start_gateway, start_redis
+from tests.support.helpers import post, request
+from tests.support.services import Service, start_gateway, start_redis
+from tests.support.stack import stack_env
 
 pytestmark = pytest.mark.integration
 

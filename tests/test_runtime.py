@@ -22,9 +22,9 @@ from judge.sandbox.limits import Limits
 from judge.sandbox.server.jail import available_tiers
 from judge.sandbox.slots import claim_slot
 from judge.settings import Settings
-from tests.conftest import Stack
-from tests.helpers import post, request
-from tests.services import ROOT, Service, start_gateway, start_redis, start_worker
+from tests.support.helpers import post, request
+from tests.support.services import ROOT, Service, start_gateway, start_redis, start_worker
+from tests.support.stack import Stack
 
 PINNED_IMPORTS = 'numpy scipy sympy mpmath networkx math_verify latex2sympy2_extended antlr4 sortedcontainers'
 NAMESPACES = 'namespaces' in available_tiers()

@@ -16,7 +16,7 @@ from judge.sandbox.client import ExecRequest, SandboxError, SlotClient, SlotConf
 from judge.sandbox.limits import Limits
 from judge.sandbox.slots import claim_slot
 from judge.settings import Settings
-from tests.slots import open_slot
+from tests.support.slots import open_slot
 
 PYTHON = submission_python(Settings())
 

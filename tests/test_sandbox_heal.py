@@ -23,7 +23,7 @@ from judge.runtime import submission_python
 from judge.sandbox.client import ExecRequest, ExecResult, SandboxError, SlotClient
 from judge.sandbox.limits import Limits
 from judge.settings import Settings
-from tests.slots import open_slot
+from tests.support.slots import open_slot
 
 PYTHON = submission_python(Settings())
 CXX = os.path.realpath(shutil.which('g++') or '/usr/bin/g++')

@@ -24,7 +24,7 @@ from judge.sandbox.server.lifecycle import BARE_RUN
 from judge.sandbox.server.parents import WarmParents
 from judge.sandbox.zygote.prepare import SCIENTIFIC_NAMES, uses_scientific
 from judge.settings import DEFAULT_PYTHON_PRELOAD, DEFAULT_SCIENTIFIC_PRELOAD, Settings
-from tests.slots import open_slot
+from tests.support.slots import open_slot
 
 PYTHON = submission_python(Settings())
 LIMITS = Limits(time_s=60, memory_mb=512)

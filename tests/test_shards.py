@@ -24,10 +24,10 @@ from typing import Any
 
 import pytest
 
-from tests.conftest import stack_env
-from tests.helpers import gateway_status, request
-from tests.services import Service, start_gateway, start_redis, start_worker
-from tests.test_metrics import scrape, value
+from tests.support.helpers import gateway_status, request
+from tests.support.metrics import scrape, value
+from tests.support.services import Service, start_gateway, start_redis, start_worker
+from tests.support.stack import stack_env
 
 pytestmark = [
     pytest.mark.integration,

@@ -11,9 +11,9 @@ from pathlib import Path
 import pytest
 
 from judge.stack import free_port, wait_port
-from tests.conftest import stack_env
-from tests.helpers import assert_stack_judges
-from tests.services import Service, start_gateway, start_worker
+from tests.support.helpers import assert_stack_judges
+from tests.support.services import Service, start_gateway, start_worker
+from tests.support.stack import stack_env
 
 pytestmark = pytest.mark.integration
 

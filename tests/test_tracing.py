@@ -7,10 +7,10 @@ import uuid
 
 import pytest
 
-from tests.conftest import Stack
-from tests.helpers import request
+from tests.support.helpers import request
+from tests.support.stack import Stack
 
-pytestmark = pytest.mark.integration
+pytestmark = [pytest.mark.integration, pytest.mark.both_paths]
 
 
 def test_trace_and_sub_id_in_gateway_and_worker_logs(stack: Stack) -> None:
@@ -42,7 +42,7 @@ def test_trace_and_sub_id_in_gateway_and_worker_logs(stack: Stack) -> None:
 
 def test_judge_tests_gets_the_same_metrics_log_and_trace_as_run(stack: Stack) -> None:
     """`/judge/tests` goes through the one submit path: access log with trace id, metrics, worker lines."""
-    from tests.test_metrics import scrape, value
+    from tests.support.metrics import scrape, value
 
     trace = f'trace-{uuid.uuid4().hex[:8]}'
     job_id = f'job-{uuid.uuid4().hex[:8]}'

@@ -33,7 +33,7 @@ from judge.transport.internals.consumer import Consumer
 from judge.transport.internals.envelope import Envelopes
 from judge.transport.internals.request import Request
 from judge.transport.keys import LANES, KeySpace
-from tests.services import Service, start_redis
+from tests.support.services import Service, start_redis
 
 _VARYING = {'id', 'root_id', 'expires', 'origin', 'correlation_id', 'delivery_tag', 'reply_to', 'timelimit'}
 # ``timelimit``: send_task copies a registered task's limits into the message; ours leaves them unset,

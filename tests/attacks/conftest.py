@@ -11,8 +11,8 @@ from collections.abc import Iterator
 
 import pytest
 
-from tests.attack_kit import SafetyInfo, SlotHealth, run_safety_gate
-from tests.conftest import Stack
+from tests.support.attack_kit import SafetyInfo, SlotHealth, run_safety_gate
+from tests.support.stack import Stack
 
 _GATES: dict[str, SafetyInfo] = {}
 """The gate's findings per gateway (the session's stack, or a module's own): proven once per stack."""

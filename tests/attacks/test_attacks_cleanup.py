@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import time
 
-from tests.attack_kit import SlotHealth, bash, batch, c, py, report_of, survived
+from tests.support.attack_kit import SlotHealth, bash, batch, c, py, report_of, survived
 
 DEEP = """
 import time

@@ -14,7 +14,7 @@ import uuid
 from collections.abc import Iterator
 from contextlib import contextmanager
 
-from tests.attack_kit import (
+from tests.support.attack_kit import (
     C_CLONE,
     CLONE_NR,
     CLONE_PARENT,

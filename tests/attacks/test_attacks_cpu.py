@@ -20,7 +20,7 @@ from pathlib import Path
 import pytest
 
 from judge.sandbox.kernel import cgroups
-from tests.attack_kit import SlotHealth, bash, batch, c, py, report_of, survived
+from tests.support.attack_kit import SlotHealth, bash, batch, c, py, report_of, survived
 
 HONEST = """
 import time

@@ -8,7 +8,7 @@ verdict stand.  Fresh processes (C, bash) never had the problem; their cases gua
 
 from __future__ import annotations
 
-from tests.attack_kit import SlotHealth, bash, batch, c, py, report_of, survived
+from tests.support.attack_kit import SlotHealth, bash, batch, c, py, report_of, survived
 
 ANSWER = '42'
 

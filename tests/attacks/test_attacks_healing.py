@@ -16,8 +16,17 @@ import subprocess
 import threading
 import time
 
-from tests.attack_kit import SlotHealth, accepted, batch, descendants, is_zygote, pids_cgroup_dir, py, slot_servers
-from tests.conftest import Stack
+from tests.support.attack_kit import (
+    SlotHealth,
+    accepted,
+    batch,
+    descendants,
+    is_zygote,
+    pids_cgroup_dir,
+    py,
+    slot_servers,
+)
+from tests.support.stack import Stack
 
 SLOW_ANSWER = """
 import time

@@ -14,8 +14,8 @@ from __future__ import annotations
 import re
 from pathlib import Path
 
-from tests.attack_kit import SlotHealth, bash, batch, c, descendants, is_zygote, py, report_of, survived
-from tests.conftest import Stack
+from tests.support.attack_kit import SlotHealth, bash, batch, c, descendants, is_zygote, py, report_of, survived
+from tests.support.stack import Stack
 
 PY_INTROSPECT = """
 import gc, types

@@ -11,7 +11,18 @@ from __future__ import annotations
 
 import os
 
-from tests.attack_kit import C_CLONE, CLONE_NR, CLONE_PARENT, SlotHealth, bash, batch, c, py, report_of, survived
+from tests.support.attack_kit import (
+    C_CLONE,
+    CLONE_NR,
+    CLONE_PARENT,
+    SlotHealth,
+    bash,
+    batch,
+    c,
+    py,
+    report_of,
+    survived,
+)
 
 ORPHANS = """
 import time

@@ -17,8 +17,8 @@ from typing import Any
 
 import pytest
 
-from tests.attack_kit import SlotHealth, bash, batch, c, py, report_of, survived
-from tests.conftest import Stack, running_stack
+from tests.support.attack_kit import SlotHealth, bash, batch, c, py, report_of, survived
+from tests.support.stack import Stack, running_stack
 
 RENEW_EXECS = 6
 RENEW_S = 2.0

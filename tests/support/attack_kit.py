@@ -24,11 +24,10 @@ from typing import Any
 import pytest
 
 from judge.sandbox.kernel import cgroups
-from tests.conftest import Stack
-from tests.helpers import post, request
+from tests.support.helpers import post, request
+from tests.support.stack import Stack
 
-REPO = Path(__file__).resolve().parent.parent
-SLOTS = 2  # MAX_WORKERS of the test stack (tests/conftest.py)
+SLOTS = 2  # MAX_WORKERS of the test stack (tests/support/stack.py)
 PIDS_BOUND = 64
 NPROC_SLACK = 8  # judge.sandbox.server.jail.NPROC_SLACK: RLIMIT_NPROC sits above the pids cgroup's bound
 MEMORY_BOUND = 256 * 1024 * 1024
@@ -119,7 +118,7 @@ for t in started:
     t.join()
 report(slot=slot(), entries=entries, shm=shm, left=left, forks=forks, threads=threads, hash=hash('canary'))
 """
-# Zombie makers (issue 17, class 2), shared by the reaping and compile attacks.
+# Zombie makers (processes nobody waits for), shared by the reaping and compile attacks.
 CLONE_NR = {'x86_64': 56, 'aarch64': 220}
 
 CLONE_PARENT = """

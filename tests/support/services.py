@@ -1,4 +1,4 @@
-"""Real services for integration tests: redis-server, Celery prefork workers, a uvicorn gateway."""
+"""Real services: redis-server, Celery prefork workers, a uvicorn gateway (the integration and system layers)."""
 
 from __future__ import annotations
 
@@ -10,11 +10,11 @@ import time
 from pathlib import Path
 
 from judge.stack import free_port, gateway_command, redis_command, wait_port, worker_command
+from tests.support.paths import ROOT
 
-ROOT = Path(__file__).resolve().parent.parent
 SERVER_PYTHON = os.environ.get('JUDGE_SERVER_PYTHON') or sys.executable
 """Python that runs the worker and gateway (framework and client venvs point it at the server's venv)."""
-RUNTIME_MODULES = os.pathsep.join(str(ROOT / p) for p in ('deploy/runtime-modules', 'tests/runtime_modules'))
+RUNTIME_MODULES = os.pathsep.join(str(ROOT / p) for p in ('deploy/runtime-modules', 'tests/support/runtime_modules'))
 _built: set[str] = set()
 
 
