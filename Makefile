@@ -78,7 +78,7 @@ test-verl: install
 	@set -e; for v in $(VERL_VERSIONS); do \
 		scripts/framework-venv.sh .venv-verl-$$v tests/frameworks/requirements/verl-$$v.txt $(BASE_PYTHON); \
 		$(FRAMEWORK_ENV) VERL_EXPECT=$$v .venv-verl-$$v/bin/python $(FRAMEWORK_PYTEST) \
-			tests/frameworks/test_verl.py tests/test_toolkit_unit.py; \
+			tests/frameworks/test_verl.py tests/unit/toolkit; \
 	done
 
 # RLinf 0.3.0 on a private local CPU-only Ray: its Cluster, worker groups and Channels.
@@ -99,15 +99,18 @@ test-client: install
 	$(BASE_PYTHON) -m venv $(CLIENT_VENV)
 	$(CLIENT_VENV)/bin/pip install -q './client[test]'
 	JUDGE_CLIENT_ONLY=1 JUDGE_SERVER_PYTHON=$(CURDIR)/$(PY) $(CLIENT_VENV)/bin/pytest -p no:cacheprovider -q \
-		--import-mode=append tests/frameworks/test_client.py tests/test_toolkit_unit.py tests/test_toolkit.py
+		--import-mode=append tests/frameworks/test_client.py tests/unit/toolkit tests/test_toolkit.py
 
 # The lower bounds of pyproject.toml, tested: a fresh venv with every runtime dependency at its
 # minimum (scripts/lower_bounds.py; their own dependencies resolve freely), the test tools from the
 # lock, then the contract, unit, API and fault tests on both transport paths.
 MIN_VENV ?= .venv-min
-MIN_TESTS ?= tests/test_transport_contract.py tests/test_transport_packed.py tests/test_transport.py \
-	tests/test_results.py tests/test_units.py tests/test_api.py tests/test_judge_tests.py tests/test_faults.py \
-	tests/test_flower.py tests/test_metrics.py
+MIN_TESTS ?= tests/unit/transport tests/unit/worker/test_tasks.py tests/unit/worker/test_cli.py \
+	tests/unit/worker/test_service.py tests/unit/test_results.py tests/unit/test_checker.py tests/unit/test_verdict.py \
+	tests/unit/test_settings.py tests/unit/test_contracts.py tests/unit/sandbox/test_lean_imports.py \
+	tests/unit/sandbox/test_errors.py tests/unit/sandbox/test_execute.py \
+	tests/test_transport_contract.py tests/test_transport_packed.py tests/test_api.py tests/test_judge_tests.py \
+	tests/test_faults.py tests/test_flower.py tests/test_metrics.py
 test-min:
 	@scripts/system-deps.sh --test
 	rm -rf $(MIN_VENV)

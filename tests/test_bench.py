@@ -38,14 +38,3 @@ def test_toolcalls_all_correct(gateway_url: str) -> None:
     [row] = bench('toolcalls', '--url', gateway_url, '--n', '32')['scenarios']
     assert (row['wrong'], row['n']) == (0, 32)
     assert row['client_cpu_ms_per_call'] > 0
-
-
-def test_bench_exits_non_zero_when_gateway_is_down() -> None:
-    out = subprocess.run(
-        [sys.executable, '-m', 'toolkit.bench', 'longbatch', '--url', 'http://127.0.0.1:9', '--n', '2', '--json'],
-        capture_output=True,
-        text=True,
-        timeout=60,
-    )
-    assert out.returncode == 1
-    assert json.loads(out.stdout)['scenarios'][0]['wrong'] == 2

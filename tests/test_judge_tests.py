@@ -8,8 +8,6 @@ from typing import Any
 import pytest
 
 from judge.checker import get_checker
-from judge.contracts import JudgeTestsRequest, Verdict
-from judge.results import build_result, fold_tests
 from tests.support.helpers import post, request
 
 pytestmark = [pytest.mark.integration, pytest.mark.both_paths]
@@ -102,20 +100,3 @@ def test_invalid_requests_get_422(gateway_url: str, body: dict[str, Any]) -> Non
     assert status == 422
     status, _ = request(gateway_url + '/judge/tests/batch', {'jobs': [body]})
     assert status == 422
-
-
-def test_summary_precedence_without_a_stack() -> None:
-    job = JudgeTestsRequest.model_validate({'type': 'cpp', 'solution': 's', 'tests': [{'expected_output': ''}] * 3})
-
-    def compiled(cached: bool) -> Any:
-        return {'ok': True, 'cached': cached, 'cost': 0.1, 'stderr': '', 'stderr_truncated': False}
-
-    results = [
-        build_result('a', Verdict.WRONG_ANSWER, compile=compiled(True)),
-        build_result('b', Verdict.TIME_LIMIT, compile=compiled(False)),
-        build_result('c', Verdict.ACCEPTED, stdout='x', compile=compiled(True)),
-    ]
-    out = fold_tests(job, results)
-    assert out['verdict'] == 'time_limit' and out['passed'] == 1 and out['total'] == 3
-    assert out['compile_cached'] is False and out['compile']['cached'] is False
-    assert 'stdout' not in out['tests'][2] and 'compile' not in out['tests'][0]

@@ -19,12 +19,6 @@ LANGUAGES: tuple[str, ...] = get_args(Language)
 COMPILED_LANGUAGES = ('cpp', 'c', 'java', 'go', 'rust')
 
 
-def test_the_contract_names_every_executor_and_only_them() -> None:
-    from judge.executors import EXECUTORS
-
-    assert set(LANGUAGES) == set(EXECUTORS)
-
-
 @pytest.fixture(scope='module')
 def judged(gateway_url: str) -> dict[tuple[str, str], dict[str, Any]]:
     """(language, job kind) -> that job's `/judge/tests` answer."""

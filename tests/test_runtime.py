@@ -15,7 +15,7 @@ from pathlib import Path
 import pytest
 
 from judge import runtime
-from judge.runtime import RuntimeSpec, build_key, requirement_lines, submission_python, tree_hash
+from judge.runtime import RuntimeSpec, requirement_lines, submission_python
 from judge.runtime.build import BuildError, build
 from judge.sandbox.client import ExecRequest, SlotClient, SlotConfig
 from judge.sandbox.limits import Limits
@@ -58,28 +58,6 @@ def test_a_second_build_finds_the_runtime_without_rebuilding() -> None:
     )
     assert json.loads(out.stdout)['digest'] == info.digest
     assert json.loads(Path(info.path, runtime.MANIFEST).read_text())['built_at'] == built_at
-
-
-def test_the_build_key_follows_every_input_and_ignores_comments(tmp_path: Path) -> None:
-    mods, reqs = tmp_path / 'mods', tmp_path / 'extra.txt'
-    mods.mkdir()
-    (mods / 'scorer.py').write_text('def compute_score(a, r):\n    return 1.0\n')
-    reqs.write_text('pandas==3.1.1\n')
-    base = RuntimeSpec(root=str(tmp_path), base_python=sys.executable)
-    with_mods = RuntimeSpec(root=str(tmp_path), base_python=sys.executable, modules=str(mods))
-    keys = {build_key(base), build_key(with_mods)}
-    keys.add(build_key(RuntimeSpec(root=str(tmp_path), base_python=sys.executable, requirements=str(reqs))))
-    assert len(keys) == 3
-    before = tree_hash(str(mods))
-    (mods / '__pycache__').mkdir()
-    (mods / '__pycache__' / 'scorer.cpython-311.pyc').write_bytes(b'cache')
-    assert tree_hash(str(mods)) == before, 'byte-code caches are not inputs'
-    (mods / 'scorer.py').write_text('def compute_score(a, r):\n    return 0.0\n')
-    assert build_key(with_mods) not in keys
-    reqs.write_text('# a comment\npandas==3.1.1  # pinned\n\n')
-    assert build_key(RuntimeSpec(root=str(tmp_path), base_python=sys.executable, requirements=str(reqs))) in keys
-    with pytest.raises(runtime.RuntimeMissing):
-        runtime.locate(RuntimeSpec(root=str(tmp_path), base_python=sys.executable))
 
 
 def test_operator_requirements_go_on_top_of_the_pins_without_moving_one(tmp_path: Path) -> None:

@@ -14,15 +14,12 @@ from collections.abc import Iterator
 
 import pytest
 
-from judge.contracts import Submission
 from judge.executors.base import Toolchain
 from judge.executors.python import PythonExecutor
 from judge.runtime import submission_python
 from judge.sandbox.client import ExecRequest, SandboxError, SlotClient
 from judge.sandbox.limits import Limits
 from judge.sandbox.server.lifecycle import BARE_RUN
-from judge.sandbox.server.parents import WarmParents
-from judge.sandbox.zygote.prepare import SCIENTIFIC_NAMES, uses_scientific
 from judge.settings import DEFAULT_PYTHON_PRELOAD, DEFAULT_SCIENTIFIC_PRELOAD, Settings
 from tests.support.slots import open_slot
 
@@ -57,39 +54,6 @@ def run(slot: SlotClient, source: str, parent: str | None = None) -> tuple[str, 
     r = slot.run(ExecRequest(limits=LIMITS, python_source=source, parent=parent))
     assert r.exit_code == 0, r.stderr.decode(errors='replace')
     return r.parent, r.stdout.decode()
-
-
-def test_the_scan_picks_scientific_for_the_stack_and_lean_otherwise() -> None:
-    names = SCIENTIFIC_NAMES
-    assert uses_scientific('import sympy as sp', names) and uses_scientific('from numpy.linalg import det', names)
-    assert uses_scientific('import os, scipy.special', names) and uses_scientific("__import__('mpmath')", names)
-    assert not uses_scientific('import itertools\nprint(1)', names)
-    assert not uses_scientific('import numpyish\nmy_sympy = 1', names), 'whole words only'
-
-
-class _Started:
-    """A zygote as `WarmParents` sees one that is ready as soon as it is started (pure logic, no process)."""
-
-    ready = True
-
-    def poll(self) -> None:
-        pass
-
-
-def test_the_parent_is_chosen_by_the_source_and_stands_in_while_one_starts() -> None:
-    parents = WarmParents(lambda kind: _Started(), scientific=['sympy', 'numpy'])  # type: ignore[arg-type,return-value]
-    assert parents.choose('print(1)') == ('lean', False), 'the bare parent starts; the lean one serves meanwhile'
-    assert parents.choose('import sympy') == ('lean', False)
-    assert parents.choose('print(1)') == ('bare', False)
-    assert parents.choose('import sympy') == ('scientific', False)
-    for source in ('import re\nprint(1)', 'x = __import__("re")', 'from math import pi', '# import nothing\nprint(1)'):
-        assert parents.choose(source) == ('lean', True), source
-    assert parents.choose(None) == ('lean', False), 'an argv execs: any parent will do'
-    assert parents.choose('print(1)', 'lean') == ('lean', True)
-    assert parents.choose('import sympy', 'bare') == ('bare', True)
-    no_preload = WarmParents(lambda kind: _Started(), bare=False)  # type: ignore[arg-type,return-value]
-    assert no_preload.choose('print(1)') == ('lean', True), 'a lean parent that preloads nothing is the bare one'
-    assert no_preload.choose('print(1)', 'bare') == ('lean', True)
 
 
 def test_the_warm_parents_import_only_small_modules() -> None:
@@ -181,14 +145,6 @@ def test_a_seeded_run_looks_like_an_unseeded_one(slot: SlotClient) -> None:
     probe = 'import os, sys\nprint(os.listdir("."), "PYTHONPATH" in os.environ, os.environ["PYTHONHASHSEED"])'
     r = executor.run(probe, None, b'', LIMITS, 3)
     assert r.stdout.decode().split('\n')[0] == "['source.py'] False 3", r.stderr
-
-
-def test_the_seed_is_optional_and_bounded_in_the_api() -> None:
-    assert 'seed' not in Submission(type='python', solution='print(1)').payload()
-    assert Submission(type='python', solution='print(1)', seed=5).payload()['seed'] == 5
-    for bad in (-1, 2**32, 'x'):
-        with pytest.raises(ValueError):
-            Submission(type='python', solution='print(1)', seed=bad)
 
 
 def test_one_blas_thread_in_the_scientific_parent_whose_numpy_is_preloaded(slot: SlotClient) -> None:

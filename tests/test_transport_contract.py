@@ -9,7 +9,6 @@ itself writes.  After an upgrade, a failure here names what changed (docs/upgrad
 from __future__ import annotations
 
 import base64
-import inspect
 import json
 import uuid
 from collections.abc import Iterator
@@ -20,18 +19,11 @@ import pytest
 import redis
 from kombu import Connection
 from kombu.transport import redis as kombu_redis
-from kombu.utils.imports import symbol_by_name
 
-import celeryconfig
 from judge.app import app
 from judge.contracts import RUN_TASK
-from judge.errors import InternalsChanged
-from judge.transport import internals
-from judge.transport.internals import Internal
 from judge.transport.internals import kombu_redis as ours
-from judge.transport.internals.consumer import Consumer
 from judge.transport.internals.envelope import Envelopes
-from judge.transport.internals.request import Request
 from judge.transport.keys import LANES, KeySpace
 from tests.support.services import Service, start_redis
 
@@ -48,46 +40,6 @@ def server(tmp_path: Path) -> Iterator[str]:
         yield f'redis://127.0.0.1:{port}/0'
     finally:
         svc.stop()
-
-
-def test_every_internal_is_present_with_a_compatible_signature() -> None:
-    assert internals.problems() == []
-    internals.verify()
-    assert {i.used_by for i in internals.INTERNALS} >= {
-        'judge.transport.internals.kombu_redis',
-        'judge.transport.internals.packed',
-        'judge.transport.internals.consumer',
-        'judge.transport.internals.request',
-        'judge.transport.internals.envelope',
-    }
-
-
-def test_a_changed_internal_is_named(monkeypatch: pytest.MonkeyPatch) -> None:
-    gone = Internal('kombu.transport.redis:Channel._no_such_method', 'x', 'why')
-    moved = Internal('redis.connection:AbstractConnection.read_response', 'x', 'why', ('one', 'two', 'three'))
-    assert 'missing' in (gone.problem() or '')
-    assert 'signature' in (moved.problem() or '')
-    monkeypatch.setattr(internals, 'INTERNALS', (*internals.INTERNALS, gone))
-    with pytest.raises(InternalsChanged, match='_no_such_method'):
-        internals.verify()
-
-
-def test_the_fast_path_wires_the_overrides_into_celery() -> None:
-    assert celeryconfig.broker_transport == 'judge.transport.internals.kombu_redis:Transport'
-    assert celeryconfig.worker_consumer == 'judge.transport.internals.consumer:Consumer'
-    conn = app.connection_for_write()
-    try:
-        assert type(conn.transport) is ours.Transport
-    finally:
-        conn.release()
-    from judge.worker.tasks import run
-
-    assert run.Request == 'judge.transport.internals.request:Request'
-    assert symbol_by_name(run.Request) is Request and symbol_by_name(celeryconfig.worker_consumer) is Consumer
-    # Celery still calls the hooks we override (else they would silently do nothing).
-    events = inspect.getsource(__import__('celery.worker.consumer.events', fromlist=['x']))
-    assert 'on_send_event_buffered' in events
-    assert "send_event('task-started')" in inspect.getsource(__import__('celery.worker.request', fromlist=['x']))
 
 
 def test_queue_lists_are_kombus(server: str) -> None:

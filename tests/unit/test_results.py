@@ -83,3 +83,20 @@ def test_folded_tests_match_their_model() -> None:
     assert folded['verdict'] == 'internal_error'  # an infrastructure failure is never hidden
     assert (folded['passed'], folded['total'], folded['stopped_early'], len(folded['tests'])) == (2, 4, True, 2)
     assert folded['compile'] == COMPILED and folded['compile_cached'] is False
+
+
+def test_summary_precedence_without_a_stack() -> None:
+    job = JudgeTestsRequest.model_validate({'type': 'cpp', 'solution': 's', 'tests': [{'expected_output': ''}] * 3})
+
+    def compiled(cached: bool) -> Any:
+        return {'ok': True, 'cached': cached, 'cost': 0.1, 'stderr': '', 'stderr_truncated': False}
+
+    results = [
+        build_result('a', Verdict.WRONG_ANSWER, compile=compiled(True)),
+        build_result('b', Verdict.TIME_LIMIT, compile=compiled(False)),
+        build_result('c', Verdict.ACCEPTED, stdout='x', compile=compiled(True)),
+    ]
+    out = fold_tests(job, results)
+    assert out['verdict'] == 'time_limit' and out['passed'] == 1 and out['total'] == 3
+    assert out['compile_cached'] is False and out['compile']['cached'] is False
+    assert 'stdout' not in out['tests'][2] and 'compile' not in out['tests'][0]

@@ -1,4 +1,4 @@
-"""Iterative clean-up of what an execution wrote (issue 17, class 1): any depth, width or entry kind."""
+"""Iterative clean-up of what an execution wrote (`judge.sandbox.server.cleanup`): any depth, width or entry kind."""
 
 from __future__ import annotations
 

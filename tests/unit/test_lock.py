@@ -5,14 +5,12 @@ from __future__ import annotations
 import re
 import tomllib
 from importlib import metadata
-from pathlib import Path
 
 from packaging.requirements import Requirement
 from packaging.utils import canonicalize_name
 
 from scripts.lower_bounds import lower_bounds
-
-ROOT = Path(__file__).resolve().parent.parent
+from tests.support.paths import ROOT
 
 
 def _pins() -> dict[str, str]:

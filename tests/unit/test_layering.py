@@ -20,7 +20,7 @@ from pathlib import Path
 
 import pytest
 
-ROOT = Path(__file__).resolve().parent.parent
+from tests.support.paths import ROOT
 
 MAY_IMPORT: dict[str, set[str]] = {
     'core': {'core'},
