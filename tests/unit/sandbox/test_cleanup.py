@@ -84,3 +84,24 @@ def test_a_root_that_is_a_symlink_is_removed_not_followed(tmp_path: Path) -> Non
     (tmp_path / 'w3').symlink_to(target)
     remove_tree(str(tmp_path / 'w3'))
     assert not (tmp_path / 'w3').is_symlink() and (target / 'keep').exists()
+
+
+def test_work_dir_removal_unlinks_links_and_recurses_without_following(tmp_path: Path) -> None:
+    from judge.sandbox.server.cleanup import remove_tree as _remove_tree
+
+    outside = tmp_path / 'outside'
+    outside.mkdir()
+    (outside / 'keep.txt').write_text('keep')
+    flat, nested = tmp_path / 'w1', tmp_path / 'w2'
+    for work in (flat, nested):
+        work.mkdir()
+        (work / 'source.py').write_text('print(1)')
+        (work / 'link_to_dir').symlink_to(outside)
+        (work / 'link_to_file').symlink_to(outside / 'keep.txt')
+    (nested / 'sub' / 'deeper').mkdir(parents=True)
+    (nested / 'sub' / 'deeper' / 'x').write_text('x')
+    for work in (flat, nested):
+        _remove_tree(str(work))
+        assert not work.exists()
+    _remove_tree(str(tmp_path / 'missing'))  # already gone: nothing to do, no error
+    assert (outside / 'keep.txt').read_text() == 'keep'

@@ -1,7 +1,7 @@
 """Process-wide settings a program may change: recursion limit, decimal context, mpmath precision,
 numpy error state, signals, umask, integer string digits."""
 
-from tests.fidelity.corpus.base import programs
+from tests.sandbox.fidelity.corpus.base import programs
 
 _DEPTH = 'def depth(n=0):\n    try:\n        return depth(n + 1)\n    except RecursionError:\n        return n\n'
 

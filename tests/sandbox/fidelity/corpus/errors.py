@@ -1,6 +1,6 @@
 """Exceptions, tracebacks and exit codes, from the language and from the scientific libraries."""
 
-from tests.fidelity.corpus.base import programs
+from tests.sandbox.fidelity.corpus.base import programs
 
 PROGRAMS = programs(
     'errors',

@@ -1,6 +1,6 @@
 """sympy's global state: assumptions, evaluate and distribute flags, printing settings, caches."""
 
-from tests.fidelity.corpus.base import programs
+from tests.sandbox.fidelity.corpus.base import programs
 
 PROGRAMS = programs(
     'sympy_state',

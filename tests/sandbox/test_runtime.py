@@ -1,11 +1,11 @@
-"""The managed submission runtime: pins, build cache, the jail's view of it, traceability over HTTP."""
+"""The managed submission runtime on this node (no Celery): exactly its pins, found again without a rebuild,
+operator requirements on top of it, and the jail's view of it (read-only, importable, one BLAS thread)."""
 
 from __future__ import annotations
 
 import dataclasses
 import json
 import os
-import re
 import shutil
 import subprocess
 import sys
@@ -15,27 +15,20 @@ from pathlib import Path
 import pytest
 
 from judge import runtime
-from judge.runtime import RuntimeSpec, requirement_lines, submission_python
+from judge.runtime import RuntimeSpec, submission_python
 from judge.runtime.build import BuildError, build
 from judge.sandbox.client import ExecRequest, SlotClient, SlotConfig
 from judge.sandbox.limits import Limits
 from judge.sandbox.server.jail import available_tiers
 from judge.sandbox.slots import claim_slot
 from judge.settings import Settings
-from tests.support.helpers import post, request
-from tests.support.services import ROOT, Service, start_gateway, start_redis, start_worker
-from tests.support.stack import Stack
+from tests.support.runtime import pins
+from tests.support.services import ROOT
 
 PINNED_IMPORTS = 'numpy scipy sympy mpmath networkx math_verify latex2sympy2_extended antlr4 sortedcontainers'
+
+
 NAMESPACES = 'namespaces' in available_tiers()
-
-
-def _pins() -> dict[str, str]:
-    out = {}
-    for line in requirement_lines(runtime.PINS.read_text()):
-        name, version = line.split('==')
-        out[re.sub(r'\[.*\]', '', name).lower().replace('_', '-')] = version
-    return out
 
 
 def test_the_default_interpreter_is_the_built_runtime_with_exactly_the_pins() -> None:
@@ -43,7 +36,7 @@ def test_the_default_interpreter_is_the_built_runtime_with_exactly_the_pins() ->
     info = runtime.locate(RuntimeSpec.from_settings(settings))
     assert submission_python(settings) == info.python
     assert info.path.startswith(settings.runtime_root) and info.managed
-    assert info.packages == _pins(), 'the runtime holds the pins and nothing else'
+    assert info.packages == pins(), 'the runtime holds the pins and nothing else'
     assert {'numpy', 'scipy', 'sympy', 'mpmath', 'networkx', 'math-verify', 'antlr4-python3-runtime'} <= set(
         info.packages
     )
@@ -66,7 +59,7 @@ def test_operator_requirements_go_on_top_of_the_pins_without_moving_one(tmp_path
     reqs.write_text('six==1.17.0\n')
     info = build(dataclasses.replace(base, requirements=str(reqs)))
     try:
-        assert info.packages == _pins() | {'six': '1.17.0'}
+        assert info.packages == pins() | {'six': '1.17.0'}
         assert info.digest != runtime.locate(base).digest, 'the digest names what was added'
         done = subprocess.run(
             [info.python, '-I', '-c', 'import six, sympy; print(six.__version__)'], capture_output=True
@@ -115,7 +108,7 @@ def test_the_runtime_is_importable_read_only_by_the_slot_uid_in_the_jail(slot: S
     code, out, err = _run(slot, source, mode)
     assert code == 0, err
     uid, version, *rest = out.split()
-    assert int(uid) != 0 and version == _pins()['sympy']
+    assert int(uid) != 0 and version == pins()['sympy']
     assert rest[0] == 'read-only', out
     if NAMESPACES:
         assert slot.tier == 'namespaces'
@@ -150,78 +143,6 @@ def test_a_runtime_inside_a_hidden_dir_stays_visible_and_its_neighbours_hidden(t
             client.close()
             os.close(lock_fd)
         assert code == 0, err
-        assert out.split() == [_pins()['sympy'], 'False']
+        assert out.split() == [pins()['sympy'], 'False']
     finally:
         shutil.rmtree(outer, ignore_errors=True)
-
-
-# ---- over HTTP, through the real stack -------------------------------------------------------
-
-
-@pytest.mark.integration
-def test_sympy_and_numpy_submissions_run_warm_and_name_their_runtime(stack: Stack) -> None:
-    src = (
-        'import sympy as sp, numpy as np\nx = sp.symbols("x")\n'
-        'print(sp.solve(x**2 - 4, x), round(np.linalg.det(np.eye(3))))'
-    )
-    r = post(stack.url, '/run', {'type': 'python', 'solution': src, 'expected_output': '[-2, 2] 1'})
-    assert r['verdict'] == 'accepted', r
-    status, body = request(stack.url + '/status')
-    assert status == 200
-    node_runtime = body['nodes'][0]['runtime']
-    assert r['runtime'] == body['runtime'] == node_runtime['digest'] and node_runtime['managed']
-    assert node_runtime['packages']['sympy'] == _pins()['sympy'] and node_runtime['modules']
-    status, metrics = request(stack.url + '/metrics')
-    assert f'digest="{r["runtime"]}"' in metrics and 'judge_runtime_info{' in metrics
-    assert re.search(rf'judge_runtime_package_info\{{[^}}]*package="sympy",version="{_pins()["sympy"]}"\}} 1', metrics)
-
-
-@pytest.mark.integration
-def test_operator_modules_are_importable_and_read_only(stack: Stack) -> None:
-    src = (
-        'import boxed_scorer, hostile_scorer\n'
-        'print(boxed_scorer.compute_score("so \\\\boxed{\\\\frac{1}{2}}", "0.5"))\n'
-        'try:\n    open(boxed_scorer.__file__, "a")\nexcept OSError as e:\n    print("read-only")\n'
-    )
-    r = post(stack.url, '/run', {'type': 'python', 'solution': src})
-    assert r['verdict'] == 'accepted', r
-    assert r['stdout'].split() == ['1.0', 'read-only']
-
-
-@pytest.fixture(scope='module')
-def fresh_stack(stack: Stack, tmp_path_factory: pytest.TempPathFactory) -> Iterator[str]:
-    logs = tmp_path_factory.mktemp('fresh')
-    redis, port = start_redis(logs)
-    env = stack.env | {'REDIS_URI': f'redis://127.0.0.1:{port}/0', 'JUDGE_PYTHON_MODE': 'fresh'}
-    env['JUDGE_WORK_ROOT'] = f'/tmp/judge-test-fresh-{port}'
-    services: list[Service] = [redis]
-    try:
-        services.append(start_worker(env, logs, name='fresh', concurrency=1))
-        gateway, url = start_gateway(env, logs)
-        services.append(gateway)
-        yield url
-    finally:
-        for svc in reversed(services):
-            svc.stop()
-
-
-@pytest.mark.integration
-def test_sympy_submissions_run_in_fresh_mode_on_the_same_runtime(stack: Stack, fresh_stack: str) -> None:
-    src = 'import sympy, numpy, sys\nprint(sympy.factorint(360), sys.flags.isolated)'
-    r = post(fresh_stack, '/run', {'type': 'python', 'solution': src, 'expected_output': '{2: 3, 3: 2, 5: 1} 1'})
-    assert r['verdict'] == 'accepted', r
-    warm = post(stack.url, '/run', {'type': 'python', 'solution': 'print(1)'})
-    assert r['runtime'] == warm['runtime'], 'both modes run in the same runtime'
-
-
-@pytest.mark.integration
-def test_a_seed_replays_a_run_over_http_in_warm_and_fresh_mode(stack: Stack, fresh_stack: str) -> None:
-    src = 'import random\nprint(random.random(), hash("judge"), list({"a", "b", "c", "d"}))'
-    seeded = {'type': 'python', 'solution': src, 'seed': 42}
-    warm, fresh = post(stack.url, '/run', seeded), post(fresh_stack, '/run', seeded)
-    assert warm['verdict'] == fresh['verdict'] == 'accepted', (warm, fresh)
-    assert warm['stdout'] == fresh['stdout'] == post(stack.url, '/run', seeded)['stdout']
-    unseeded = [post(stack.url, '/run', {'type': 'python', 'solution': src})['stdout'] for _ in range(2)]
-    assert len({*unseeded, warm['stdout']}) == 3, 'no seed: fresh randomness'
-    status, answer = request(stack.url + '/run', {'type': 'python', 'solution': src, 'seed': -1})
-    assert status == 422, answer

@@ -1,6 +1,6 @@
 """Threads and processes: threading, concurrent.futures, BLAS threads, multiprocessing."""
 
-from tests.fidelity.corpus.base import programs
+from tests.sandbox.fidelity.corpus.base import programs
 
 PROGRAMS = programs(
     'threads',

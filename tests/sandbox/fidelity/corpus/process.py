@@ -1,6 +1,6 @@
 """What a program sees of its process: environment, cwd, argv, ``__main__``, stdin, large outputs."""
 
-from tests.fidelity.corpus.base import programs
+from tests.sandbox.fidelity.corpus.base import programs
 
 PROGRAMS = programs(
     'process',

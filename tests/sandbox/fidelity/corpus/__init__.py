@@ -8,7 +8,7 @@ a fidelity bug of the warm interpreter.
 
 from __future__ import annotations
 
-from tests.fidelity.corpus import (
+from tests.sandbox.fidelity.corpus import (
     compute,
     contexts,
     errors,
@@ -20,7 +20,7 @@ from tests.fidelity.corpus import (
     threads,
     warnings_,
 )
-from tests.fidelity.corpus.base import Program
+from tests.sandbox.fidelity.corpus.base import Program
 
 __all__ = ['CORPUS', 'Program']
 

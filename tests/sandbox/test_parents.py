@@ -16,14 +16,14 @@ import pytest
 
 from judge.executors.base import Toolchain
 from judge.executors.python import PythonExecutor
-from judge.runtime import submission_python
-from judge.sandbox.client import ExecRequest, SandboxError, SlotClient
+from judge.sandbox.client import ExecRequest, SandboxError, SlotClient, SlotConfig
 from judge.sandbox.limits import Limits
 from judge.sandbox.server.lifecycle import BARE_RUN
-from judge.settings import DEFAULT_PYTHON_PRELOAD, DEFAULT_SCIENTIFIC_PRELOAD, Settings
-from tests.support.slots import open_slot
+from judge.sandbox.slots import claim_slot
+from judge.settings import DEFAULT_PYTHON_PRELOAD, DEFAULT_SCIENTIFIC_PRELOAD
+from tests.support.paths import ROOT
+from tests.support.slots import PYTHON, open_slot
 
-PYTHON = submission_python(Settings())
 LIMITS = Limits(time_s=60, memory_mb=512)
 
 RANDOMS = """\
@@ -65,8 +65,9 @@ def test_the_warm_parents_import_only_small_modules() -> None:
         'prepare.find_random_states()\n'
         'print(" ".join(sorted(set(sys.modules) - before)))'
     )
-    root = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
-    out = subprocess.run([PYTHON, '-I', '-c', script, root], capture_output=True, text=True, check=True).stdout.split()
+    out = subprocess.run(
+        [PYTHON, '-I', '-c', script, str(ROOT)], capture_output=True, text=True, check=True
+    ).stdout.split()
     assert 'judge.sandbox.zygote.main' in out
     heavy = {'typing', 're', 'json', 'enum', 'collections', 'socket', 'signal', 'selectors', 'warnings', 'random'}
     assert not heavy & set(out), sorted(heavy & set(out))
@@ -163,3 +164,24 @@ def test_the_slot_reports_the_memory_of_its_parents(slot: SlotClient) -> None:
     assert set(parents) == {'lean', 'scientific', 'bare'} and parents['scientific'] > 20 * 1024, memory
     assert parents['bare'] < parents['lean'], 'the bare parent imports less than the lean one'
     assert memory['total_pss_kb'] >= memory['server_pss_kb'] + sum(parents.values())
+
+
+@pytest.mark.skipif(os.getuid() != 0, reason='the isolated tiers need root')
+def test_preloaded_modules_are_there_for_free_and_a_missing_one_is_harmless() -> None:
+    index, lock_fd = claim_slot()
+    client = SlotClient(
+        SlotConfig(
+            slot=index,
+            python=PYTHON,
+            work_root=f'/tmp/judge-test-preload-{os.getpid()}',
+            extra={'pids': 64, 'preload': ['ast', 'toolkit', 'no_such_module_for_the_test']},
+        )
+    )
+    try:
+        source = 'import sys\nprint([m in sys.modules for m in ("ast", "toolkit", "no_such_module_for_the_test")])'
+        r = client.run(ExecRequest(limits=Limits(time_s=3), python_source=source))
+        # the project's own directory is off sys.path when the zygote preloads: `toolkit` is not found
+        assert (r.exit_code, r.stdout) == (0, b'[True, False, False]\n'), r
+    finally:
+        client.close()
+        os.close(lock_fd)

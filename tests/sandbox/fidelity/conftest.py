@@ -7,8 +7,8 @@ from collections.abc import Iterator
 import pytest
 
 from judge.sandbox.client import SlotClient
-from tests.fidelity.corpus import CORPUS
-from tests.fidelity.harness import (
+from tests.sandbox.fidelity.corpus import CORPUS
+from tests.sandbox.fidelity.harness import (
     DEFAULT_PRELOAD,
     FRESH,
     SCIENTIFIC_PRELOAD,

@@ -1,4 +1,4 @@
-"""Issue 16, "Faithful": every corpus program gives the same exit code, stdout and stderr (work dirs and
+"""Warm Python is faithful: every corpus program gives the same exit code, stdout and stderr (work dirs and
 addresses normalised) in every warm configuration as under a fresh ``python3 -I source.py``.
 
 `KNOWN_GAPS` lists, as strict expected failures, the differences the warm interpreter shows today:
@@ -13,9 +13,9 @@ import os
 import pytest
 
 from judge.sandbox.client import SlotClient
-from tests.fidelity.corpus import CORPUS
-from tests.fidelity.corpus.base import Program
-from tests.fidelity.harness import FRESH, Config, Outcome, parent_configs, run, runs, warm_configs
+from tests.sandbox.fidelity.corpus import CORPUS
+from tests.sandbox.fidelity.corpus.base import Program
+from tests.sandbox.fidelity.harness import FRESH, Config, Outcome, parent_configs, run, runs, warm_configs
 
 pytestmark = pytest.mark.timeout(1800)  # the first test runs the whole corpus (fixture `outcomes`)
 

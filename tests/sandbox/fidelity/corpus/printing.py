@@ -1,6 +1,6 @@
 """Float printing, numpy print options, sympy and mpmath printing."""
 
-from tests.fidelity.corpus.base import programs
+from tests.sandbox.fidelity.corpus.base import programs
 
 PROGRAMS = programs(
     'printing',

@@ -1,6 +1,6 @@
 """Randomness, printed normalised: what a value is, and whether draws within one run differ."""
 
-from tests.fidelity.corpus.base import programs
+from tests.sandbox.fidelity.corpus.base import programs
 
 PROGRAMS = programs(
     'randomness',

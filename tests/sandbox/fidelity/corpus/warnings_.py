@@ -1,6 +1,6 @@
 """Warnings: once-per-location semantics, filters a program changes, library warnings."""
 
-from tests.fidelity.corpus.base import programs
+from tests.sandbox.fidelity.corpus.base import programs
 
 PROGRAMS = programs(
     'warnings',

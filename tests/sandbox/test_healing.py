@@ -1,7 +1,8 @@
-"""Slots heal themselves, and only deterministic compile failures are cached (issue 17, classes 3 and 8).
+"""Slots heal themselves, and only deterministic compile failures are cached.
 
-Real slot servers and real compilers, without Celery (the attack suite in tests/attacks/ drives the same
-behaviour through the whole stack).
+Real slot servers and real compilers, without Celery: a server that keeps dying, one death retried
+transparently, a zygote that dies, and the compile policy (the attack suite in tests/system/attacks/
+drives the same behaviour through the whole stack: test_healing.py and test_compile.py there).
 """
 
 from __future__ import annotations
@@ -19,13 +20,11 @@ import pytest
 
 from judge.executors import CExecutor, CppExecutor, Toolchain, cache
 from judge.executors.base import Executor
-from judge.runtime import submission_python
-from judge.sandbox.client import ExecRequest, ExecResult, SandboxError, SlotClient
+from judge.sandbox.client import ExecRequest, ExecResult, SandboxError, SlotClient, SlotConfig
 from judge.sandbox.limits import Limits
-from judge.settings import Settings
-from tests.support.slots import open_slot
+from judge.sandbox.slots import claim_slot
+from tests.support.slots import PYTHON, open_slot
 
-PYTHON = submission_python(Settings())
 CXX = os.path.realpath(shutil.which('g++') or '/usr/bin/g++')
 pytestmark = pytest.mark.skipif(os.getuid() != 0, reason='the isolated tiers need root')
 
@@ -152,3 +151,60 @@ def test_without_cgroups_no_compile_failure_is_cached(cache_dir: str) -> None:
         failed = executor.compile('int main( {')
         assert failed is not None and not failed.ok and not failed.cacheable  # no accounting: cannot vouch
         assert _artifact_record(executor, 'int main( {') is None
+
+
+def _spare_parent(root_pid: int) -> int:
+    """The pid of the process that forked the waiting spare: the slot's zygote."""
+    deadline = time.monotonic() + 5
+    while True:
+        found = _find_spare_parent(root_pid)
+        if found is not None:
+            return found
+        assert time.monotonic() < deadline, f'no spare below {root_pid}'
+        time.sleep(0.05)
+
+
+def _find_spare_parent(root_pid: int) -> int | None:
+    todo, found = [root_pid], []
+    while todo:
+        pid = todo.pop()
+        try:
+            with open(f'/proc/{pid}/task/{pid}/children') as f:
+                kids = [int(x) for x in f.read().split()]
+        except OSError:
+            continue
+        todo.extend(kids)
+        found.extend(kids)
+    for pid in found:
+        try:
+            with open(f'/proc/{pid}/status') as f:
+                fields = dict(line.split(':', 1) for line in f.read().splitlines() if ':' in line)
+        except OSError:
+            continue
+        if int(fields['Uid'].split()[0]) != 0:  # the spare has dropped to the slot's uid
+            return int(fields['PPid'])
+    return None
+
+
+@pytest.mark.skipif(os.getuid() != 0, reason='the isolated tiers need root')
+def test_a_dead_zygote_costs_no_submission() -> None:
+    index, lock_fd = claim_slot()
+    client = SlotClient(
+        SlotConfig(slot=index, python=PYTHON, work_root=f'/tmp/judge-test-zygote-{os.getpid()}', extra={'pids': 64})
+    )
+    try:
+        client.ensure_started()
+        assert client._proc is not None
+        first_server = client._proc.pid
+        zygote = _spare_parent(first_server)
+        assert zygote != first_server
+        os.kill(zygote, signal.SIGKILL)
+        for n in range(3):
+            r = client.run(ExecRequest(limits=Limits(time_s=3), python_source=f'print({n} * 7)'))
+            assert r.exit_code == 0 and r.stdout == f'{n * 7}\n'.encode(), r
+        # The server either forked a new zygote or exited and was restarted: either way a new zygote.
+        assert client._proc is not None
+        assert _spare_parent(client._proc.pid) != zygote
+    finally:
+        client.close()
+        os.close(lock_fd)

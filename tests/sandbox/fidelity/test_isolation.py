@@ -1,4 +1,4 @@
-"""Issue 16, "Faithful": no submission's state reaches the next one on the same warm slot.
+"""Warm Python is faithful: no submission's state reaches the next one on the same warm slot.
 
 Each case runs a polluting program (it changes print options, precision, warning filters, sympy's
 global flags or printer defaults, signal dispositions, the environment...) and then, on the same
@@ -10,8 +10,8 @@ from __future__ import annotations
 import pytest
 
 from judge.sandbox.client import SlotClient
-from tests.fidelity.corpus import CORPUS
-from tests.fidelity.harness import FRESH, Config, Outcome, run_sequences, warm_configs
+from tests.sandbox.fidelity.corpus import CORPUS
+from tests.sandbox.fidelity.harness import FRESH, Config, Outcome, run_sequences, warm_configs
 
 pytestmark = pytest.mark.timeout(1800)  # the fixture `outcomes` may run the whole corpus first
 

@@ -1,6 +1,6 @@
 """Typical tool calls of math RL: sympy, numpy, scipy, mpmath, networkx, math-verify, the stdlib."""
 
-from tests.fidelity.corpus.base import programs
+from tests.sandbox.fidelity.corpus.base import programs
 
 PROGRAMS = programs(
     'compute',

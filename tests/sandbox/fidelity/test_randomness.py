@@ -1,4 +1,4 @@
-"""Issue 16, "Faithful": a random value never repeats across submissions on one warm slot.
+"""Warm Python is faithful: a random value never repeats across submissions on one warm slot.
 
 Each case prints one value that a fresh ``python3`` draws anew in every run; it runs `DRAWS` times on
 the same slot and parent, and every value must differ.  `SHARED_HASH_SECRET` marks, strictly, the one
@@ -11,8 +11,8 @@ from __future__ import annotations
 import pytest
 
 from judge.sandbox.client import SlotClient
-from tests.fidelity.corpus.base import Program
-from tests.fidelity.harness import WARM, WARM_SCIENTIFIC, Config, Outcome, run, run_sequences, warm_configs
+from tests.sandbox.fidelity.corpus.base import Program
+from tests.sandbox.fidelity.harness import WARM, WARM_SCIENTIFIC, Config, Outcome, run, run_sequences, warm_configs
 
 pytestmark = pytest.mark.timeout(600)
 

@@ -1,7 +1,7 @@
 """Runs corpus programs on real slots in every Python mode the judge has, and normalises what they print.
 
 The modes (`CONFIGS`) are what a submission can run under: a fresh ``python3 -I source.py`` (the
-reference, what issue 16 calls faithful), a warm fork with the default preload, a warm fork with
+reference: a faithful warm run prints what it prints), a warm fork with the default preload, a warm fork with
 sympy and numpy preloaded, and each warm parent a slot execution request can name.  Outputs are
 compared after `normalise`, which only rewrites what differs between two runs of the same program
 anyway: the per-execution work dir and object addresses.
@@ -27,7 +27,7 @@ from judge.sandbox.limits import Limits
 from judge.sandbox.server.jail import available_tiers
 from judge.sandbox.slots import claim_slot
 from judge.settings import DEFAULT_PYTHON_PRELOAD, Settings
-from tests.fidelity.corpus.base import Program
+from tests.sandbox.fidelity.corpus.base import Program
 
 PYTHON = submission_python(Settings())
 DEFAULT_PRELOAD = [m for m in DEFAULT_PYTHON_PRELOAD.split(',') if m]

@@ -1,7 +1,7 @@
 """More numpy and mpmath programs, spread over the categories: cheap to run (numpy imports in a tenth
 of sympy's time), so that most of the corpus exercises the scientific stack."""
 
-from tests.fidelity.corpus.base import programs
+from tests.sandbox.fidelity.corpus.base import programs
 
 _NP = 'import numpy as np\n'
 

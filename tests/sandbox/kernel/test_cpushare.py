@@ -1,4 +1,5 @@
-"""A slot's share of the CPUs (issue 17, class 4): the cpu cgroup of `judge.sandbox.kernel.cpushare` on this host."""
+"""A slot's share of the CPUs: the cpu cgroup of `judge.sandbox.kernel.cpushare` on this host (equal weight, one
+CPU's quota over all of its processes)."""
 
 from __future__ import annotations
 
