@@ -1,9 +1,9 @@
-"""Contract tests of the fast path's library internals (`judge.transport.internals`).
+"""Contract tests of the fast path's library internals (`judge.transport.internals`), by behaviour.
 
-Each internal the fast path uses is checked here against the installed Celery, kombu and redis-py,
-by signature and by behaviour: what our code writes to Redis is compared with what the library
-itself writes.  After an upgrade, a failure here names what changed (docs/upgrading.md);
-``JUDGE_TRANSPORT=stock`` runs without any of these internals.
+Against a real redis-server: what our code writes to Redis is compared with what the installed
+Celery, kombu and redis-py themselves write.  After an upgrade, a failure here names what changed
+(docs/upgrading.md); ``JUDGE_TRANSPORT=stock`` runs without any of these internals.  Their
+signatures and wiring are checked without Redis in tests/unit/transport/test_internals.py.
 """
 
 from __future__ import annotations

@@ -14,6 +14,8 @@ from judge.contracts import Language
 from tests.support.helpers import post, request
 from tests.support.lang_programs import AB, COMPILE_ERROR, MODE
 
+pytestmark = pytest.mark.integration
+
 MODES = ('ok', 'crash', 'loop', 'hog')
 LANGUAGES: tuple[str, ...] = get_args(Language)
 COMPILED_LANGUAGES = ('cpp', 'c', 'java', 'go', 'rust')

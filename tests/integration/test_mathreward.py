@@ -1,4 +1,5 @@
-"""Judge-side math reward (toolkit.mathreward, evaluate --math) and the math bench's own answers."""
+"""Judge-side math reward (toolkit.mathreward, evaluate --math) through the real stack, and the math bench's own
+answers checked in the submission runtime (the grader's output parsing: tests/unit/evaluate/test_mathreward.py)."""
 
 from __future__ import annotations
 

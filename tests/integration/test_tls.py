@@ -12,6 +12,7 @@ import pytest
 
 from judge.stack import free_port, wait_port
 from tests.support.helpers import assert_stack_judges
+from tests.support.paths import ROOT
 from tests.support.services import Service, start_gateway, start_worker
 from tests.support.stack import stack_env
 
@@ -142,6 +143,6 @@ def test_wrong_ca_is_rejected(tls_stack: tuple[str, dict[str, str], Path], tmp_p
         capture_output=True,
         text=True,
         timeout=30,
-        cwd=Path(__file__).resolve().parent.parent,
+        cwd=ROOT,
     )
     assert out.returncode != 0 and 'certificate verify failed' in out.stderr

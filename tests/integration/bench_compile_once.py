@@ -12,7 +12,7 @@ compilers, the programs) for:
 6. 10 concurrent ``/run`` calls of 10 distinct sources: what a judge without a compile cache pays;
 7. 10 concurrent ``/run`` calls with an empty cache and no PCH.
 
-Run: ``.venv/bin/python -m tests.bench_compile_once`` (prints a Markdown table).
+Run: ``.venv/bin/python -m tests.integration.bench_compile_once`` (prints a Markdown table).
 """
 
 from __future__ import annotations

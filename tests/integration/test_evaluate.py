@@ -1,4 +1,5 @@
-"""`python -m toolkit.evaluate` against the real gateway, plus its input checks."""
+"""`python -m toolkit.evaluate` against the real gateway: results in order and a summary (its input checks:
+tests/unit/evaluate/test_cli.py)."""
 
 from __future__ import annotations
 
@@ -11,6 +12,8 @@ from typing import Any
 import pytest
 
 from tests.support.services import ROOT
+
+pytestmark = pytest.mark.integration
 
 CASES: list[tuple[dict[str, Any], str]] = [
     ({'type': 'python', 'solution': 'print(input())', 'input': 'hi', 'expected_output': 'hi'}, 'accepted'),
@@ -35,7 +38,6 @@ def _write_input(path: Path) -> None:
     path.write_text('\n'.join(lines) + '\n')
 
 
-@pytest.mark.integration
 def test_evaluate_writes_results_in_order_and_a_summary(gateway_url: str, tmp_path: Path) -> None:
     src, out = tmp_path / 'in.jsonl', tmp_path / 'out.jsonl'
     _write_input(src)

@@ -1,4 +1,7 @@
-"""Error-case capture: layout, hostile ids, symlinks, budget, never blocking."""
+"""Error-case capture end to end: a worker started with ERROR_CASE_SAVE_PATH writes the failed submissions.
+
+The writer itself (layout, hostile ids, symlinks, budget) is tested in tests/unit/worker/test_error_cases.py.
+"""
 
 from __future__ import annotations
 
@@ -7,12 +10,17 @@ import os
 import time
 from pathlib import Path
 
+import pytest
 
-def test_worker_saves_failed_cases_end_to_end(stack, tmp_path: Path) -> None:  # type: ignore[no-untyped-def]
+from tests.support.helpers import post
+from tests.support.services import start_gateway, start_worker
+from tests.support.stack import Stack
+
+pytestmark = pytest.mark.integration
+
+
+def test_worker_saves_failed_cases_end_to_end(stack: Stack, tmp_path: Path) -> None:
     """A worker started with ERROR_CASE_SAVE_PATH writes the failed submission, not the passing one."""
-    from tests.support.helpers import post
-    from tests.support.services import start_gateway, start_worker
-
     cases = tmp_path / 'cases'
     env = dict(
         stack.env, ERROR_CASE_SAVE_PATH=str(cases), JUDGE_WORK_ROOT=str(Path('/tmp') / f'judge-ec-{os.getpid()}')
