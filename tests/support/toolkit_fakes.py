@@ -15,11 +15,7 @@ from typing import Any
 
 from aiohttp import web
 
-from toolkit import (
-    BatchPolicy,
-    Result,
-    RetryPolicy,
-)
+from toolkit import BatchPolicy, Result, RetryPolicy
 
 Action = Callable[[list[dict[str, Any]]], Any]
 

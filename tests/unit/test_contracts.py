@@ -7,13 +7,7 @@ from typing import Any, get_args
 import pytest
 from pydantic import BaseModel, ValidationError
 
-from judge.contracts import (
-    BatchJudgeTestsRequest,
-    BatchSubmission,
-    JudgeTestsRequest,
-    Language,
-    Submission,
-)
+from judge.contracts import BatchJudgeTestsRequest, BatchSubmission, JudgeTestsRequest, Language, Submission
 
 
 def test_submission_contract() -> None:

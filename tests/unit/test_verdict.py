@@ -2,10 +2,7 @@
 
 from __future__ import annotations
 
-from judge.contracts import (
-    ResultReason,
-    Verdict,
-)
+from judge.contracts import ResultReason, Verdict
 from judge.verdict import pick, reason_for
 
 

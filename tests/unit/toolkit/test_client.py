@@ -4,9 +4,7 @@ from __future__ import annotations
 
 import pytest
 
-from toolkit import (
-    Result,
-)
+from toolkit import Result
 from toolkit.client import parse_retry_after
 from toolkit.errors import BadResponse
 

@@ -3,9 +3,7 @@
 from __future__ import annotations
 
 from tests.support.toolkit_fakes import fake_gateway, fast_policy, run
-from toolkit import (
-    RequestProcessor,
-)
+from toolkit import RequestProcessor
 
 
 def test_reward_pass_rates() -> None:

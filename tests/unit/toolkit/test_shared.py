@@ -4,10 +4,7 @@ from __future__ import annotations
 
 import toolkit
 from tests.support.toolkit_fakes import run
-from toolkit import (
-    BatchPolicy,
-    RequestProcessor,
-)
+from toolkit import BatchPolicy, RequestProcessor
 
 
 def test_get_shared_is_per_loop_url_and_policy() -> None:

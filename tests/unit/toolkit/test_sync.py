@@ -9,11 +9,7 @@ from typing import Any
 import pytest
 
 from tests.support.toolkit_fakes import fake_gateway, fast_policy
-from toolkit import (
-    ProcessorClosed,
-    Result,
-    SyncJudgeClient,
-)
+from toolkit import ProcessorClosed, Result, SyncJudgeClient
 
 
 def test_sync_client_is_thread_safe() -> None:

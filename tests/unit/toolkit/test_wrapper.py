@@ -6,10 +6,7 @@ import subprocess
 import sys
 
 from tests.support.toolkit_fakes import make_result
-from toolkit import (
-    DeadlineExceeded,
-    JudgeUnavailable,
-)
+from toolkit import DeadlineExceeded, JudgeUnavailable
 from toolkit.wrapper import format_error_text, format_tool_text, wrap_code
 
 
