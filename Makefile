@@ -41,26 +41,25 @@ test: install runtime
 # stock path (JUDGE_TRANSPORT=stock) alone.
 test-stock: install runtime
 	@scripts/system-deps.sh --test
-	JUDGE_TEST_PATHS=stock $(PY) -m pytest tests/test_api.py tests/test_faults.py tests/test_attacks.py \
-		tests/test_judge_tests.py tests/test_tracing.py
+	JUDGE_TEST_PATHS=stock $(PY) -m pytest -m both_paths tests/integration tests/system tests/test_attacks.py
 
 test-deploy: install
 	@scripts/system-deps.sh --test
-	JUDGE_TEST_DEPLOY=1 $(PY) -m pytest tests/test_deploy_cluster.py
+	JUDGE_TEST_DEPLOY=1 $(PY) -m pytest tests/system/test_deploy_cluster.py
 
-# Scaling out (tests/test_shards.py, tests/test_gateways.py): two broker shards with a worker each on
+# Scaling out (tests/system/test_shards.py, tests/system/test_gateways.py): two broker shards with a worker each on
 # both transport paths, one killed mid-load; several gateway processes under one in-flight cap, one
 # of them SIGKILLed.  About two minutes; not part of `make test`.
 test-scale: install runtime
 	@scripts/system-deps.sh --test
-	JUDGE_TEST_SCALE=1 $(PY) -m pytest tests/test_shards.py tests/test_gateways.py
+	JUDGE_TEST_SCALE=1 $(PY) -m pytest tests/system/test_shards.py tests/system/test_gateways.py
 
 # The container recipe without a container engine: a debootstrapped Debian base (kept in
 # JUDGE_IMAGE_BASE, default /var/tmp/judge-rootfs-bookworm), deploy/Dockerfile's steps carried out
 # in a chroot, the stack run from it over loopback.  Minutes; root, Debian's archive and PyPI.
 test-image: install
 	@command -v debootstrap >/dev/null || { apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq debootstrap >/dev/null; }
-	JUDGE_TEST_IMAGE=1 $(PY) -m pytest tests/test_image.py
+	JUDGE_TEST_IMAGE=1 $(PY) -m pytest tests/system/test_image.py
 
 # Framework tests, each in its own cached virtualenv built from frozen pins (scripts/framework-venv.sh
 # rebuilds one only when its pins change).  The venvs hold the client and a framework, not the
@@ -99,7 +98,7 @@ test-client: install
 	$(BASE_PYTHON) -m venv $(CLIENT_VENV)
 	$(CLIENT_VENV)/bin/pip install -q './client[test]'
 	JUDGE_CLIENT_ONLY=1 JUDGE_SERVER_PYTHON=$(CURDIR)/$(PY) $(CLIENT_VENV)/bin/pytest -p no:cacheprovider -q \
-		--import-mode=append tests/frameworks/test_client.py tests/unit/toolkit tests/test_toolkit.py
+		--import-mode=append tests/frameworks/test_client.py tests/unit/toolkit tests/integration/test_toolkit.py
 
 # The lower bounds of pyproject.toml, tested: a fresh venv with every runtime dependency at its
 # minimum (scripts/lower_bounds.py; their own dependencies resolve freely), the test tools from the
@@ -109,8 +108,8 @@ MIN_TESTS ?= tests/unit/transport tests/unit/worker/test_tasks.py tests/unit/wor
 	tests/unit/worker/test_service.py tests/unit/test_results.py tests/unit/test_checker.py tests/unit/test_verdict.py \
 	tests/unit/test_settings.py tests/unit/test_contracts.py tests/unit/sandbox/test_lean_imports.py \
 	tests/unit/sandbox/test_errors.py tests/unit/sandbox/test_execute.py \
-	tests/test_transport_contract.py tests/test_transport_packed.py tests/test_api.py tests/test_judge_tests.py \
-	tests/test_faults.py tests/test_flower.py tests/test_metrics.py
+	tests/integration/transport tests/integration/test_api.py tests/integration/test_judge_tests.py \
+	tests/system/test_faults.py tests/integration/test_flower.py tests/integration/test_metrics.py
 test-min:
 	@scripts/system-deps.sh --test
 	rm -rf $(MIN_VENV)
