@@ -1,16 +1,26 @@
-"""Class 1: deep or huge directory trees, odd entries, anything left where a later execution could see it.
+"""Clean-up: deep or huge directory trees, odd entries, anything left where a later execution could see it.
 
 Clean-up after an execution must not depend on depth, width or entry kinds (`judge.sandbox.server.cleanup`),
 and nothing written anywhere writable (work dir, /dev/shm, the slot's own tmp dirs) may reach the next
 execution of the slot.  Each test wraps its attacks in the slot-health check (`health`): the canaries
 after it list their work dir, /dev/shm and the work dirs of earlier executions.
+
+State an execution leaves where the next one could find it (SysV IPC, POSIX message queues, /dev/shm,
+work-dir files) is checked by a creator and readers that land on the same slot.
 """
 
 from __future__ import annotations
 
+import random
 import time
+import uuid
+from typing import Any
 
-from tests.support.attack_kit import SlotHealth, bash, batch, c, py, report_of, survived
+import pytest
+
+from tests.support.attack_kit import SLOTS, SlotHealth, bash, batch, c, py, report_of, survived
+
+pytestmark = [pytest.mark.integration, pytest.mark.attack, pytest.mark.both_paths]
 
 DEEP = """
 import time
@@ -180,3 +190,84 @@ def test_filling_the_work_space_inodes_is_bounded_and_cleaned_in_bounded_time(
         assert got['errno'] == 'ENOSPC' and 1000 < got['made'] <= 65536, got  # the work tmpfs's inode bound
     # an execution filling its slot's work space, and its clean-up: a bounded time
     assert time.monotonic() - start < 60
+
+
+# --- state left for a later execution ------------------------------------------------------------
+
+
+STATE_CREATE = """
+import ctypes
+libc = ctypes.CDLL(None, use_errno=True)
+libc.shmat.restype = ctypes.c_void_p
+def ipc(ret):
+    return 'OK' if ret >= 0 else errno.errorcode.get(ctypes.get_errno(), str(ctypes.get_errno()))
+made = {}
+shm = libc.shmget(P['key'], 65536, 0o1000 | 0o600)  # IPC_CREAT
+made['shm'] = ipc(shm)
+if shm >= 0:
+    addr = libc.shmat(shm, None, 0)
+    ctypes.memmove(addr, P['marker'].encode(), len(P['marker']))
+    libc.shmdt(ctypes.c_void_p(addr))
+made['msg'] = ipc(libc.msgget(P['key'], 0o1000 | 0o600))
+made['sem'] = ipc(libc.semget(P['key'], 1, 0o1000 | 0o600))
+made['mq'] = ipc(libc.mq_open(('/' + P['marker']).encode(), os.O_CREAT | os.O_RDWR, 0o600, None))
+def write(path):
+    with open(path, 'w') as f:
+        f.write(P['marker'])
+made['dev_shm'] = attempt(write, '/dev/shm/' + P['marker'])
+made['home'] = attempt(write, os.path.join(os.environ['HOME'], P['marker']))
+report(made=made, workdir=os.getcwd(), cgroup=[l.strip() for l in open('/proc/self/cgroup') if 'pids' in l])
+"""
+
+
+STATE_READ = """
+import ctypes
+libc = ctypes.CDLL(None, use_errno=True)
+libc.shmat.restype = ctypes.c_void_p
+found = {}
+shm = libc.shmget(P['key'], 0, 0)
+if shm >= 0:
+    addr = libc.shmat(shm, None, 0o10000)  # SHM_RDONLY
+    found['shm'] = ctypes.string_at(addr, len(P['marker'])).decode(errors='replace')
+    libc.shmdt(ctypes.c_void_p(addr))
+    libc.shmctl(shm, 0, None)  # IPC_RMID: clean up what the earlier execution left
+for name, get, rm in (('msg', libc.msgget, libc.msgctl), ('sem', libc.semget, libc.semctl)):
+    ident = get(P['key'], 0, 0) if name == 'sem' else get(P['key'], 0)
+    if ident >= 0:
+        found[name] = ident
+        rm(ident, 0, 0) if name == 'sem' else rm(ident, 0, None)
+mq = ('/' + P['marker']).encode()
+if libc.mq_open(mq, os.O_RDONLY, 0, None) >= 0:
+    found['mq'] = True
+    libc.mq_unlink(mq)
+for path in ('/dev/shm/' + P['marker'], P['workdir']):
+    if os.path.exists(path):
+        found[path] = True
+report(found=found, cgroup=[l.strip() for l in open('/proc/self/cgroup') if 'pids' in l])
+"""
+
+
+def test_no_state_survives_between_executions(gateway_url: str) -> None:
+    """SysV IPC, POSIX message queues, /dev/shm and work-dir files must not carry over to a later execution.
+
+    The slot's IPC namespace and /dev/shm live as long as the slot server, so anything left there would
+    be a channel between executions (and SysV shm would stay charged to the slot's memory cgroup).
+    """
+    key = random.randrange(0x10000000, 0x7FFFFFFF)
+    marker = f'state-{uuid.uuid4().hex[:12]}'
+    created = batch(gateway_url, [py(STATE_CREATE, key=key, marker=marker)], route='/run/batch')[0]
+    survived(created)
+    made = report_of(created)
+    assert made['made']['home'] == 'OK', made  # its own work dir is writable
+    seen: dict[str, Any] | None = None
+    for _ in range(6):  # readers until one lands on the creator's slot (it also removes what it finds)
+        readers = [py(STATE_READ, key=key, marker=marker, workdir=made['workdir']) for _ in range(SLOTS)]
+        for result in batch(gateway_url, readers, route='/run/batch'):
+            survived(result)
+            got = report_of(result)
+            if got['cgroup'] == made['cgroup']:
+                seen = got
+        if seen is not None:
+            break
+    assert seen is not None, 'no reader ran in the creating slot'
+    assert seen['found'] == {}, f'an earlier execution left state behind: {made} -> {seen}'

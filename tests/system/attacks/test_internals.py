@@ -1,4 +1,4 @@
-"""Class 7: the judge's internals reachable from a program (its memory, gc, sys.modules, frames, /proc).
+"""Internals: the judge's internals reachable from a program (its memory, gc, sys.modules, frames, /proc).
 
 A warm Python program is forked from a zygote that is a fresh interpreter (`judge.sandbox.zygote.main`):
 it never held the slot server's configuration and it forgets the judge's modules.  /proc shows a program
@@ -7,15 +7,23 @@ below the program, and through them the few modules that fork and prepare childr
 `ChildPrep`: its uid, cgroup paths, environment, filter) is what the program can see of itself anyway;
 docs/attacks.md lists it and why it stays (unwinding those frames would write to pages shared with the
 zygote in every execution).
+
+The main batch's /proc listing checks that no host process (the worker, the test process, pid 1) shows.
 """
 
 from __future__ import annotations
 
+import os
 import re
 from pathlib import Path
 
+import pytest
+
+from tests.support.attack_batch import MainBatch
 from tests.support.attack_kit import SlotHealth, bash, batch, c, descendants, is_zygote, py, report_of, survived
 from tests.support.stack import Stack
+
+pytestmark = [pytest.mark.integration, pytest.mark.attack, pytest.mark.both_paths]
 
 PY_INTROSPECT = """
 import gc, types
@@ -176,3 +184,20 @@ def test_the_warm_parents_memory_holds_no_server_configuration(
     server_memory = b''.join(_readable_memory(pid) for pid in servers)
     assert b'uid_base' in server_memory and stack.env['JUDGE_CACHE_DIR'].encode() in server_memory
     assert not Path(f'/proc/{zygotes[0]}/environ').read_bytes().count(b'REDIS'), 'the zygote has worker secrets'
+
+
+# --- from the main batch --------------------------------------------------------------------------
+
+
+def test_proc_shows_no_host_process(stack: Stack, main_batch: MainBatch) -> None:
+    result = main_batch.results['list_proc']
+    survived(result)
+    got = report_of(result)
+    if 'error' in got:
+        assert got['error'] == 'EACCES', got
+        return
+    # the slot's own /proc, mounted hidepid: only the program's own processes, not even its parent (the
+    # slot's root zygote) or pid 1 (the slot server)
+    assert got['pids'] == [got['me']], got
+    assert os.getpid() not in got['pids'] and stack.worker.proc.pid not in got['pids'], got
+    assert got['host_words'] == [] and got['init'] == '', got

@@ -1,16 +1,22 @@
-"""Class 2: processes reparented to the slot's warm parent or server, and zombies nobody waits for.
+"""Reaping: processes reparented to the slot's warm parent or server, and zombies nobody waits for.
 
 Every process ever charged to a slot must be reaped: the zygote is the slot's child subreaper and reaps
 every child (``__WALL``: also clones that asked for no exit signal), and the server waits after each
 execution until the slot's pids cgroup is empty.  The health check after each attack forks 48 processes
 and starts 20 threads in every slot (the budget is 64) and checks on the host that each slot's pids
 cgroup holds nothing but its spare.
+
+From the main batch (`tests.support.attack_batch`): nothing of its fork and thread bombs or of its setsid
+daemons (a double fork, a Popen in a session of its own) is alive on the host right after the answer.
 """
 
 from __future__ import annotations
 
 import os
 
+import pytest
+
+from tests.support.attack_batch import MainBatch
 from tests.support.attack_kit import (
     C_CLONE,
     CLONE_NR,
@@ -23,6 +29,8 @@ from tests.support.attack_kit import (
     report_of,
     survived,
 )
+
+pytestmark = [pytest.mark.integration, pytest.mark.attack, pytest.mark.both_paths]
 
 ORPHANS = """
 import time
@@ -87,3 +95,27 @@ def test_orphans_and_unwaited_children_are_reaped(gateway_url: str, health: Slot
     assert report_of(results[0]) == {'orphans': 30} and report_of(results[1]) == {'orphans': 20}, results[:2]
     assert report_of(results[2]) == {'kids': 40} and report_of(results[4]) == {'kids': 40}, results
     assert report_of(results[3]) == {'done': True} and report_of(results[5]) == {'done': True}, results
+
+
+# --- from the main batch --------------------------------------------------------------------------
+
+
+def test_no_process_outlives_thebatch(main_batch: MainBatch) -> None:
+    # the fork bomb left 63 sleepers, the thread bomb 63 threads, two daemons were started
+    assert main_batch.leftovers == {}, main_batch.leftovers
+
+
+@pytest.mark.parametrize('variant', ['exit', 'linger'])
+def test_setsid_daemons_do_not_outlive_the_execution(main_batch: MainBatch, variant: str) -> None:
+    result = main_batch.results[f'daemon_{variant}']
+    survived(result)
+    got = report_of(result)
+    popen_marker, fork_marker = main_batch.markers[f'{variant}_popen'], main_batch.markers[f'{variant}_fork']
+    assert any(popen_marker in cmd for cmd in got['running']), got  # both daemons were really running
+    assert any(fork_marker in cmd for cmd in got['running']), got
+    assert got['popen_sid'] is True, got  # in a session of its own: a process-group kill would miss it
+    if variant == 'linger':
+        assert result['verdict'] == 'time_limit', result
+    else:
+        assert result['verdict'] == 'accepted', result
+    assert main_batch.daemons_after == [], main_batch.daemons_after  # pgrep -f on the host, right after the answer

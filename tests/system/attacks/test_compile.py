@@ -1,9 +1,9 @@
-"""Class 3: a compile failure caused by the slot (out of processes, memory or time) served from the cache.
+"""Compile: a compile failure caused by the slot (out of processes, memory or time) served from the cache.
 
 Only deterministic compiler diagnostics are cached (`judge.executors.base`): the decision uses what the
 sandbox measured (limits hit, forks refused by the pids cgroup, signals, the exit code), never the
 compiler's text.  A compile the slot starved is compiled again (failing again, it is an infrastructure
-error: tests/test_sandbox_heal.py); nothing of the failure is cached.
+error: tests/sandbox/test_healing.py); nothing of the failure is cached.
 """
 
 from __future__ import annotations
@@ -13,6 +13,8 @@ import threading
 import uuid
 from collections.abc import Iterator
 from contextlib import contextmanager
+
+import pytest
 
 from tests.support.attack_kit import (
     C_CLONE,
@@ -27,6 +29,8 @@ from tests.support.attack_kit import (
     py,
     survived,
 )
+
+pytestmark = [pytest.mark.integration, pytest.mark.attack, pytest.mark.both_paths]
 
 FORK_BOMB = """
 import time

@@ -1,14 +1,23 @@
-"""Class 5: a child of the program ends its run.
+"""Fork and exit: a child of the program ends its run.
 
 In warm Python, only the program's own main process reports the end of the run
 (`judge.sandbox.zygote.warm.run_python`): a forked child that calls ``sys.exit``, raises, or simply runs off
 the end of the script ends itself, exactly as under ``python3 file.py``, and its parent's output and
 verdict stand.  Fresh processes (C, bash) never had the problem; their cases guard it.
+
+A forged end record (the FIFO warm Python reports its end in) ends only its own execution: checked in the
+main batch (`tests.support.attack_batch`) and, with a child that leaves its process group, here.
 """
 
 from __future__ import annotations
 
+import pytest
+
+from tests.support.attack_batch import MainBatch
 from tests.support.attack_kit import SlotHealth, bash, batch, c, py, report_of, survived
+from tests.support.stack import TIME_LIMIT_S
+
+pytestmark = [pytest.mark.integration, pytest.mark.attack, pytest.mark.both_paths]
 
 ANSWER = '42'
 
@@ -116,3 +125,16 @@ def test_a_forged_end_only_ends_its_own_run_and_leaves_nothing(gateway_url: str,
         survived(result)
         assert result['exit_code'] == 0 and result['cost'] < 2, result  # answered at once, then killed
         assert report_of(result) == {'moved': 'EPERM'}, result  # a session leader keeps its group
+
+
+# --- from the main batch --------------------------------------------------------------------------
+
+
+def test_a_forged_end_only_ends_its_own_execution(main_batch: MainBatch) -> None:
+    # Writing a fake "done" record is like exiting: the answer comes at once with the output so far,
+    # then the program is killed (test_no_process_outlives_the_batch).  The FIFO is the slot uid's
+    # alone, so no other slot's program can end this one early.
+    result = main_batch.results['forged_done']
+    survived(result)
+    assert report_of(result) == {'fifo': True, 'mode': '0o600', 'mine': True}, result
+    assert result['exit_code'] == 0 and result['cost'] < TIME_LIMIT_S / 2, result  # not cut by the clock

@@ -1,4 +1,4 @@
-"""Class 6: secrets shared across submissions (the ``str`` hash secret, the address-space layout).
+"""Shared secrets: what submissions share (the ``str`` hash secret, the address-space layout).
 
 Warm Python children share what their zygote had when it started; a zygote is a fresh interpreter and
 is replaced after ``JUDGE_WARM_RENEW_EXECS`` executions or ``JUDGE_WARM_RENEW_S`` seconds
@@ -19,6 +19,8 @@ import pytest
 
 from tests.support.attack_kit import SlotHealth, bash, batch, c, py, report_of, survived
 from tests.support.stack import Stack, running_stack
+
+pytestmark = [pytest.mark.integration, pytest.mark.attack, pytest.mark.both_paths]
 
 RENEW_EXECS = 6
 RENEW_S = 2.0
@@ -47,10 +49,10 @@ BASH_SEEDS = 'echo "{\\"random\\":$RANDOM$RANDOM,\\"srandom\\":$SRANDOM,\\"pid\\
 
 
 @pytest.fixture(scope='module')
-def stack(log_dir: Path) -> Iterator[Stack]:
-    """A stack of its own whose warm parents are renewed every few executions or seconds."""
+def stack(log_dir: Path, transport: str) -> Iterator[Stack]:
+    """A stack of its own, on the path under test, whose warm parents are renewed every few executions or seconds."""
     overrides = {'JUDGE_WARM_RENEW_EXECS': str(RENEW_EXECS), 'JUDGE_WARM_RENEW_S': str(RENEW_S)}
-    with running_stack(log_dir, tag='test-renew', overrides=overrides, worker_name='renew') as stack:
+    with running_stack(log_dir, transport, tag='test-renew', overrides=overrides, worker_name='renew') as stack:
         yield stack
 
 

@@ -1,4 +1,4 @@
-"""Class 8: slots heal themselves.
+"""Healing: slots heal themselves.
 
 Whatever happens to a slot, the next submission routed to it gets a healthy slot within a bounded time,
 and a submission caught by a failure of its slot is run again, transparently (`judge.sandbox.client`):
@@ -16,6 +16,8 @@ import subprocess
 import threading
 import time
 
+import pytest
+
 from tests.support.attack_kit import (
     SlotHealth,
     accepted,
@@ -27,6 +29,8 @@ from tests.support.attack_kit import (
     slot_servers,
 )
 from tests.support.stack import Stack
+
+pytestmark = [pytest.mark.integration, pytest.mark.attack, pytest.mark.both_paths]
 
 SLOW_ANSWER = """
 import time

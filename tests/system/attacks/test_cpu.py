@@ -1,4 +1,4 @@
-"""Class 4: a CPU hog of many processes starving the neighbouring slot.
+"""CPU: a CPU hog of many processes starving the neighbouring slot.
 
 Each slot has its own group in the cpu controller (`judge.sandbox.kernel.cpushare`): equal weight whatever its
 number of processes, and a quota of one CPU over all of them, so a submission's CPU time is bounded by
@@ -21,6 +21,8 @@ import pytest
 
 from judge.sandbox.kernel import cgroups
 from tests.support.attack_kit import SlotHealth, bash, batch, c, py, report_of, survived
+
+pytestmark = [pytest.mark.integration, pytest.mark.attack, pytest.mark.both_paths]
 
 HONEST = """
 import time
