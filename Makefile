@@ -8,7 +8,7 @@ STAMP := $(VENV)/.installed
 CONSTRAINTS := constraints.txt
 BASE_PYTHON ?= $(shell command -v python3.11 >/dev/null 2>&1 && python3.11 -c 'import sys;print(sys.executable)' || python3 -c 'import sys;print(sys.executable)')
 
-.PHONY: install runtime run test test-min test-stock test-deploy test-scale test-image test-verl test-rlinf test-client lint typecheck format bench soak clean system-deps lock
+.PHONY: install runtime run test test-unit test-min test-stock test-deploy test-scale test-image test-verl test-rlinf test-client lint typecheck format bench soak clean system-deps lock
 
 system-deps:
 	@scripts/system-deps.sh
@@ -30,19 +30,25 @@ runtime: install
 run: install runtime
 	$(PY) -m judge.stack
 
+# The whole suite, by layer under tests/ (unit, sandbox, integration, system, frameworks).
 test: install runtime
 	@scripts/system-deps.sh --test
 	$(PY) -m pytest
 
-# The deploy recipe run whole on this machine over loopback: deploy/master.sh and two worker nodes
-# (worker.sh; the systemd units' ExecStart), the HumanEval-style check, a node SIGKILLed mid-load.
-# About a minute; root.  Not part of `make test`.
-# The end-to-end modules that run on both transport paths (tests/conftest.py BOTH_PATHS), on the
-# stock path (JUDGE_TRANSPORT=stock) alone.
+# The unit layer alone: no redis-server, worker, gateway or slot server, nor the submission runtime;
+# well under a minute.
+test-unit: install
+	$(PY) -m pytest tests/unit
+
+# The end-to-end tests marked both_paths (API, /judge/tests, tracing, faults, the attack suite), on
+# the stock path (JUDGE_TRANSPORT=stock) alone.
 test-stock: install runtime
 	@scripts/system-deps.sh --test
 	JUDGE_TEST_PATHS=stock $(PY) -m pytest -m both_paths tests/integration tests/system
 
+# The deploy recipe run whole on this machine over loopback: deploy/master.sh and two worker nodes
+# (worker.sh; the systemd units' ExecStart), the HumanEval-style check, a node SIGKILLed mid-load.
+# About a minute; root.  Not part of `make test`.
 test-deploy: install
 	@scripts/system-deps.sh --test
 	JUDGE_TEST_DEPLOY=1 $(PY) -m pytest tests/system/test_deploy_cluster.py
@@ -104,10 +110,9 @@ test-client: install
 # minimum (scripts/lower_bounds.py; their own dependencies resolve freely), the test tools from the
 # lock, then the contract, unit, API and fault tests on both transport paths.
 MIN_VENV ?= .venv-min
-MIN_TESTS ?= tests/unit/transport tests/unit/worker/test_tasks.py tests/unit/worker/test_cli.py \
-	tests/unit/worker/test_service.py tests/unit/test_results.py tests/unit/test_checker.py tests/unit/test_verdict.py \
-	tests/unit/test_settings.py tests/unit/test_contracts.py tests/unit/sandbox/test_lean_imports.py \
-	tests/unit/sandbox/test_errors.py tests/unit/sandbox/test_execute.py \
+MIN_TESTS ?= tests/unit/transport tests/unit/worker tests/unit/test_results.py tests/unit/test_checker.py \
+	tests/unit/test_verdict.py tests/unit/test_settings.py tests/unit/test_contracts.py \
+	tests/unit/sandbox/test_lean_imports.py tests/unit/sandbox/test_errors.py tests/unit/sandbox/test_execute.py \
 	tests/integration/transport tests/integration/test_api.py tests/integration/test_judge_tests.py \
 	tests/system/test_faults.py tests/integration/test_flower.py tests/integration/test_metrics.py
 test-min:
