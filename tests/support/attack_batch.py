@@ -22,7 +22,7 @@ from typing import Any
 from urllib.parse import urlsplit
 
 from judge.sandbox.kernel import cgroups
-from tests.support.attack_kit import HostProc, SafetyInfo, batch, py, settled_slot_leftovers
+from tests.support.attack_kit import SafetyInfo, batch, py
 from tests.support.attack_programs import (
     ALARM,
     CPP_INCLUDE,
@@ -47,6 +47,7 @@ from tests.support.attack_programs import (
     THREAD_BOMB,
     WRITE_FILES,
 )
+from tests.support.host_view import HostProc, settled_slot_leftovers
 from tests.support.paths import ROOT as REPO
 from tests.support.stack import Stack
 

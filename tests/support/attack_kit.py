@@ -1,4 +1,4 @@
-"""What every attack test file shares: submissions, the safety gate, host-side checks, slot health.
+"""What every attack test file shares: submissions and answers, the safety gate, slot health.
 
 SAFETY (docs/sandbox.md, "never let a sandbox bug signal host processes"): `run_safety_gate` refuses to
 let any attack run unless a probe proves that submissions run as a non-root uid inside a private PID
@@ -9,7 +9,8 @@ turn a refusal into a failure.
 `SlotHealth` wraps an attack: a small batch of honest programs (Python, C, bash) must pass before and
 after it, in every slot; afterwards no process of the slot uids may survive, each slot's pids cgroup
 must hold nothing but the pre-forked spare, and the slot servers must be the same processes (none was
-restarted) unless the test says that restarting is the point.
+restarted) unless the test says that restarting is the point.  What the host shows of the slots (their
+processes, servers and pids cgroups) comes from `tests.support.host_view`.
 """
 
 from __future__ import annotations
@@ -25,6 +26,7 @@ import pytest
 
 from judge.sandbox.kernel import cgroups
 from tests.support.helpers import post, request
+from tests.support.host_view import settled_slot_leftovers, slot_servers, slot_tasks
 from tests.support.stack import Stack
 
 SLOTS = 2  # MAX_WORKERS of the test stack (tests/support/stack.py)
@@ -240,134 +242,6 @@ def accepted(result: dict[str, Any], stdout: str | None = None) -> None:
     assert result['verdict'] == 'accepted' and result['success'] is True, result
     if stdout is not None:
         assert result['stdout'] == stdout, result
-
-
-# --------------------------------------------------------------------------------------------------
-# the host's view (this test process runs as root on the host)
-
-
-@dataclass(frozen=True)
-class HostProc:
-    """A host process as this (root) test process sees it in /proc."""
-
-    pid: int
-    ppid: int
-    uid: int
-    state: str
-    cmdline: str
-
-    @property
-    def cwd(self) -> str:
-        try:
-            return os.readlink(f'/proc/{self.pid}/cwd')
-        except OSError:
-            return ''
-
-
-def proc_info(pid: int) -> HostProc | None:
-    """One host process, or None when it is gone."""
-    try:
-        stat_text = Path(f'/proc/{pid}/stat').read_text()
-        status = Path(f'/proc/{pid}/status').read_text()
-        cmdline = Path(f'/proc/{pid}/cmdline').read_bytes().replace(b'\0', b' ').decode(errors='replace')
-    except OSError:
-        return None
-    fields = stat_text.rpartition(')')[2].split()
-    uid = next(int(line.split()[1]) for line in status.splitlines() if line.startswith('Uid:'))
-    return HostProc(pid, int(fields[1]), uid, fields[0], cmdline.strip())
-
-
-def host_procs() -> dict[int, HostProc]:
-    """Every process on the host."""
-    info = {}
-    for entry in os.listdir('/proc'):
-        if entry.isdigit():
-            got = proc_info(int(entry))
-            if got is not None:
-                info[got.pid] = got
-    return info
-
-
-def descendants(root: int) -> dict[int, HostProc]:
-    """Host processes below ``root``."""
-    info = host_procs()
-    children: dict[int, list[int]] = {}
-    for proc in info.values():
-        children.setdefault(proc.ppid, []).append(proc.pid)
-    found: dict[int, HostProc] = {}
-    todo = list(children.get(root, []))
-    while todo:
-        pid = todo.pop()
-        found[pid] = info[pid]
-        todo.extend(children.get(pid, []))
-    return found
-
-
-def is_slot_server(proc: HostProc) -> bool:
-    """The slot server (the outer relay or the server inside its namespaces)."""
-    return proc.uid == 0 and 'sandbox/server/main.py' in proc.cmdline
-
-
-def is_zygote(proc: HostProc) -> bool:
-    """A slot's warm parent (judge.sandbox.zygote.main; before, a fork of the slot server), a root process."""
-    return proc.uid == 0 and ('judge.sandbox.zygote' in proc.cmdline or 'sandbox/server/main.py' in proc.cmdline)
-
-
-def slot_servers(stack: Stack) -> set[int]:
-    """The slot servers below the worker: per slot the outer relay and the server inside the namespaces."""
-    below = descendants(stack.worker.proc.pid)
-    servers = {pid for pid, proc in below.items() if is_slot_server(proc)}
-    outer = {pid for pid in servers if below[pid].ppid not in servers}
-    inner = {pid for pid in servers if below[pid].ppid in outer}
-    return outer | inner
-
-
-def slot_leftovers(slot_uids: set[int]) -> dict[int, HostProc]:
-    """Live (non-zombie) processes of the slot uids anywhere on the host, except idle spares.
-
-    Slot numbers, hence slot uids, are unique per host (judge.sandbox.slots), so every process of these
-    uids belongs to this stack.  Each zygote may keep one pre-forked, already jailed child waiting for
-    the next request (a spare: forked, not exec'd, so it has its zygote's command line, and it waits in
-    a fresh, existing work dir); one such child per zygote is not a leftover.
-    """
-    procs = host_procs()
-    live = {pid: p for pid, p in procs.items() if p.uid in slot_uids and p.state not in ('Z', 'X')}
-    spare_of: dict[int, int] = {}
-    for pid, proc in sorted(live.items()):
-        parent = procs.get(proc.ppid)
-        if (
-            parent is not None
-            and is_zygote(parent)
-            and proc.cmdline == parent.cmdline
-            and proc.cwd
-            and not proc.cwd.endswith('(deleted)')
-            and proc.ppid not in spare_of
-        ):
-            spare_of[proc.ppid] = pid
-    spares = set(spare_of.values())
-    return {pid: proc for pid, proc in live.items() if pid not in spares}
-
-
-def settled_slot_leftovers(slot_uids: set[int], timeout_s: float = 3.0) -> dict[int, HostProc]:
-    """`slot_leftovers`, allowing the moment a slot server takes to kill and reap after it answered."""
-    deadline = time.monotonic() + timeout_s
-    while True:
-        leftovers = slot_leftovers(slot_uids)
-        if not leftovers or time.monotonic() >= deadline:
-            return leftovers
-        time.sleep(0.05)
-
-
-def pids_cgroup_dir(rel: str) -> Path:
-    """The host directory of a slot's pids cgroup, from its path in /proc/<pid>/cgroup."""
-    hierarchy = cgroups.detect()
-    assert hierarchy is not None
-    return Path(hierarchy.pids_root, rel.lstrip('/'))
-
-
-def slot_tasks(rel: str) -> int:
-    """Tasks charged to a slot's pids cgroup (live processes, threads, unreaped zombies)."""
-    return int((pids_cgroup_dir(rel) / 'pids.current').read_text())
 
 
 # --------------------------------------------------------------------------------------------------

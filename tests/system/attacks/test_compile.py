@@ -16,19 +16,8 @@ from contextlib import contextmanager
 
 import pytest
 
-from tests.support.attack_kit import (
-    C_CLONE,
-    CLONE_NR,
-    CLONE_PARENT,
-    SlotHealth,
-    accepted,
-    bash,
-    batch,
-    c,
-    pids_cgroup_dir,
-    py,
-    survived,
-)
+from tests.support.attack_kit import C_CLONE, CLONE_NR, CLONE_PARENT, SlotHealth, accepted, bash, batch, c, py, survived
+from tests.support.host_view import pids_cgroup_dir
 
 pytestmark = [pytest.mark.integration, pytest.mark.attack, pytest.mark.both_paths]
 

@@ -18,16 +18,8 @@ import time
 
 import pytest
 
-from tests.support.attack_kit import (
-    SlotHealth,
-    accepted,
-    batch,
-    descendants,
-    is_zygote,
-    pids_cgroup_dir,
-    py,
-    slot_servers,
-)
+from tests.support.attack_kit import SlotHealth, accepted, batch, py
+from tests.support.host_view import descendants, is_zygote, pids_cgroup_dir, slot_servers
 from tests.support.stack import Stack
 
 pytestmark = [pytest.mark.integration, pytest.mark.attack, pytest.mark.both_paths]

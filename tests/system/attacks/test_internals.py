@@ -20,7 +20,8 @@ from pathlib import Path
 import pytest
 
 from tests.support.attack_batch import MainBatch
-from tests.support.attack_kit import SlotHealth, bash, batch, c, descendants, is_zygote, py, report_of, survived
+from tests.support.attack_kit import SlotHealth, bash, batch, c, py, report_of, survived
+from tests.support.host_view import descendants, is_zygote
 from tests.support.stack import Stack
 
 pytestmark = [pytest.mark.integration, pytest.mark.attack, pytest.mark.both_paths]

@@ -7,7 +7,8 @@ import os
 
 import pytest
 
-from tests.support.attack_kit import batch, py, report_of, slot_servers, survived
+from tests.support.attack_kit import batch, py, report_of, survived
+from tests.support.host_view import slot_servers
 from tests.support.stack import Stack
 
 pytestmark = [pytest.mark.integration, pytest.mark.attack, pytest.mark.both_paths]
