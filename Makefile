@@ -8,7 +8,7 @@ STAMP := $(VENV)/.installed
 CONSTRAINTS := constraints.txt
 BASE_PYTHON ?= $(shell command -v python3.11 >/dev/null 2>&1 && python3.11 -c 'import sys;print(sys.executable)' || python3 -c 'import sys;print(sys.executable)')
 
-.PHONY: install runtime run test test-min test-stock test-deploy test-scale test-image test-verl test-rlinf test-client lint typecheck format bench soak clean system-deps lock
+.PHONY: install runtime run test test-unit test-min test-stock test-deploy test-scale test-image test-verl test-rlinf test-client lint typecheck format bench soak clean system-deps lock
 
 system-deps:
 	@scripts/system-deps.sh
@@ -30,37 +30,42 @@ runtime: install
 run: install runtime
 	$(PY) -m judge.stack
 
+# The whole suite, by layer under tests/ (unit, sandbox, integration, system, frameworks).
 test: install runtime
 	@scripts/system-deps.sh --test
 	$(PY) -m pytest
 
+# The unit layer alone: no redis-server, worker, gateway or slot server, nor the submission runtime;
+# well under a minute.
+test-unit: install
+	$(PY) -m pytest tests/unit
+
+# The end-to-end tests marked both_paths (API, /judge/tests, tracing, faults, the attack suite), on
+# the stock path (JUDGE_TRANSPORT=stock) alone.
+test-stock: install runtime
+	@scripts/system-deps.sh --test
+	JUDGE_TEST_PATHS=stock $(PY) -m pytest -m both_paths tests/integration tests/system
+
 # The deploy recipe run whole on this machine over loopback: deploy/master.sh and two worker nodes
 # (worker.sh; the systemd units' ExecStart), the HumanEval-style check, a node SIGKILLed mid-load.
 # About a minute; root.  Not part of `make test`.
-# The end-to-end modules that run on both transport paths (tests/conftest.py BOTH_PATHS), on the
-# stock path (JUDGE_TRANSPORT=stock) alone.
-test-stock: install runtime
-	@scripts/system-deps.sh --test
-	JUDGE_TEST_PATHS=stock $(PY) -m pytest tests/test_api.py tests/test_faults.py tests/test_attacks.py \
-		tests/test_judge_tests.py tests/test_tracing.py
-
 test-deploy: install
 	@scripts/system-deps.sh --test
-	JUDGE_TEST_DEPLOY=1 $(PY) -m pytest tests/test_deploy_cluster.py
+	JUDGE_TEST_DEPLOY=1 $(PY) -m pytest tests/system/test_deploy_cluster.py
 
-# Scaling out (tests/test_shards.py, tests/test_gateways.py): two broker shards with a worker each on
+# Scaling out (tests/system/test_shards.py, tests/system/test_gateways.py): two broker shards with a worker each on
 # both transport paths, one killed mid-load; several gateway processes under one in-flight cap, one
 # of them SIGKILLed.  About two minutes; not part of `make test`.
 test-scale: install runtime
 	@scripts/system-deps.sh --test
-	JUDGE_TEST_SCALE=1 $(PY) -m pytest tests/test_shards.py tests/test_gateways.py
+	JUDGE_TEST_SCALE=1 $(PY) -m pytest tests/system/test_shards.py tests/system/test_gateways.py
 
 # The container recipe without a container engine: a debootstrapped Debian base (kept in
 # JUDGE_IMAGE_BASE, default /var/tmp/judge-rootfs-bookworm), deploy/Dockerfile's steps carried out
 # in a chroot, the stack run from it over loopback.  Minutes; root, Debian's archive and PyPI.
 test-image: install
 	@command -v debootstrap >/dev/null || { apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq debootstrap >/dev/null; }
-	JUDGE_TEST_IMAGE=1 $(PY) -m pytest tests/test_image.py
+	JUDGE_TEST_IMAGE=1 $(PY) -m pytest tests/system/test_image.py
 
 # Framework tests, each in its own cached virtualenv built from frozen pins (scripts/framework-venv.sh
 # rebuilds one only when its pins change).  The venvs hold the client and a framework, not the
@@ -78,7 +83,7 @@ test-verl: install
 	@set -e; for v in $(VERL_VERSIONS); do \
 		scripts/framework-venv.sh .venv-verl-$$v tests/frameworks/requirements/verl-$$v.txt $(BASE_PYTHON); \
 		$(FRAMEWORK_ENV) VERL_EXPECT=$$v .venv-verl-$$v/bin/python $(FRAMEWORK_PYTEST) \
-			tests/frameworks/test_verl.py tests/test_toolkit_unit.py; \
+			tests/frameworks/test_verl.py tests/unit/toolkit; \
 	done
 
 # RLinf 0.3.0 on a private local CPU-only Ray: its Cluster, worker groups and Channels.
@@ -99,15 +104,17 @@ test-client: install
 	$(BASE_PYTHON) -m venv $(CLIENT_VENV)
 	$(CLIENT_VENV)/bin/pip install -q './client[test]'
 	JUDGE_CLIENT_ONLY=1 JUDGE_SERVER_PYTHON=$(CURDIR)/$(PY) $(CLIENT_VENV)/bin/pytest -p no:cacheprovider -q \
-		--import-mode=append tests/frameworks/test_client.py tests/test_toolkit_unit.py tests/test_toolkit.py
+		--import-mode=append tests/frameworks/test_client.py tests/unit/toolkit tests/integration/test_toolkit.py
 
 # The lower bounds of pyproject.toml, tested: a fresh venv with every runtime dependency at its
 # minimum (scripts/lower_bounds.py; their own dependencies resolve freely), the test tools from the
 # lock, then the contract, unit, API and fault tests on both transport paths.
 MIN_VENV ?= .venv-min
-MIN_TESTS ?= tests/test_transport_contract.py tests/test_transport_packed.py tests/test_transport.py \
-	tests/test_results.py tests/test_units.py tests/test_api.py tests/test_judge_tests.py tests/test_faults.py \
-	tests/test_flower.py tests/test_metrics.py
+MIN_TESTS ?= tests/unit/transport tests/unit/worker tests/unit/test_results.py tests/unit/test_checker.py \
+	tests/unit/test_verdict.py tests/unit/test_settings.py tests/unit/test_contracts.py \
+	tests/unit/sandbox/test_lean_imports.py tests/unit/sandbox/test_errors.py tests/unit/sandbox/test_execute.py \
+	tests/integration/transport tests/integration/test_api.py tests/integration/test_judge_tests.py \
+	tests/system/test_faults.py tests/integration/test_flower.py tests/integration/test_metrics.py
 test-min:
 	@scripts/system-deps.sh --test
 	rm -rf $(MIN_VENV)

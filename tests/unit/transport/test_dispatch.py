@@ -1,0 +1,271 @@
+"""The gateway's dispatcher (`judge.transport.dispatch.Dispatcher`) over a hand-written path and shard.
+
+The path publishes nothing: its `Waiting` hands out the results a test scripts, take by take, and
+records what the dispatcher asks of it (take timeouts, cancel, close); the shard stands in for the Redis
+client (its live key renewals are scripted).  What is checked is the dispatcher's own logic: results in
+request order, ``queue_timeout`` at the deadline, lost indices when the shard fails, the client's
+disconnect, and the periodic checks while results stream in.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import time
+from collections.abc import Awaitable, Callable
+from typing import Any
+
+import pytest
+
+from judge.contracts import RunPayload, Verdict
+from judge.results import build_result
+from judge.settings import Settings
+from judge.transport import dispatch
+from judge.transport.dispatch import Dispatcher, Outcome
+from judge.transport.keys import KeySpace
+from judge.transport.lanes import Lane, Lanes
+
+LANES = Lanes.from_settings(Settings())
+
+Take = list[tuple[int, dict[str, Any]]] | BaseException | float
+"""One scripted take: results, an exception to raise, or seconds during which nothing arrives."""
+
+
+class FakeWaiting:
+    """One published request as the test scripts it."""
+
+    def __init__(self, script: list[Take]) -> None:
+        self.script = script
+        self.timeouts: list[float] = []
+        self.cancelled: list[float] = []
+        self.closed: list[bool] = []
+
+    async def take(self, timeout_s: float, most: int) -> list[tuple[int, dict[str, Any]]]:
+        self.timeouts.append(timeout_s)
+        step = self.script.pop(0) if self.script else timeout_s  # nothing more: nothing arrives
+        if isinstance(step, BaseException):
+            raise step
+        if isinstance(step, float):
+            await asyncio.sleep(min(step, timeout_s))
+            return []
+        return step
+
+    async def cancel(self, remaining_s: float) -> None:
+        self.cancelled.append(remaining_s)
+
+    async def close(self, drained: bool) -> None:
+        self.closed.append(drained)
+
+
+class FakePath:
+    """Publishes into a `FakeWaiting`, or fails to publish with ``error``."""
+
+    name = 'fake'
+
+    def __init__(self, script: list[Take] | None = None, error: BaseException | None = None) -> None:
+        self.waiting = FakeWaiting(script or [])
+        self.error = error
+        self.published: list[tuple[list[RunPayload], str, Lane, float, str]] = []
+
+    async def publish(
+        self, payloads: list[RunPayload], batch: str, lane: Lane, expires_s: float, request_id: str
+    ) -> FakeWaiting:
+        self.published.append((payloads, batch, lane, expires_s, request_id))
+        if self.error is not None:
+            raise self.error
+        return self.waiting
+
+
+class FakeRedis:
+    """The shard's asyncio client: `expire` answers from ``alive`` (the live key still exists) and is recorded."""
+
+    def __init__(self, alive: Callable[[int], bool] = lambda n: True) -> None:
+        self.alive = alive
+        self.renewed: list[tuple[str, int]] = []
+
+    async def expire(self, key: str, ttl_s: int) -> bool:
+        self.renewed.append((key, ttl_s))
+        return self.alive(len(self.renewed))
+
+
+class FakeShard:
+    """A broker shard without Redis: a name, the real key space and the fake client."""
+
+    def __init__(self, aclient: FakeRedis | None = None) -> None:
+        self.name = 's0'
+        self.keys = KeySpace()
+        self.aclient = aclient or FakeRedis()
+        self.closed = False
+
+    async def aclose(self) -> None:
+        self.closed = True
+
+
+def payloads(n: int) -> list[RunPayload]:
+    return [
+        {'sub_id': f's{i}', 'type': 'python', 'solution': f'print({i})', 'input': '', 'expected_output': None}
+        for i in range(n)
+    ]
+
+
+def answer(i: int) -> dict[str, Any]:
+    """Submission ``i``'s result as a worker sends it."""
+    return dict(build_result(f's{i}', Verdict.ACCEPTED, stdout=f'{i}\n'))
+
+
+def outcome(
+    path: FakePath,
+    n: int,
+    wait_s: float = 5.0,
+    shard: FakeShard | None = None,
+    disconnected: Callable[[], Awaitable[bool]] | None = None,
+) -> tuple[Outcome, float]:
+    """Run ``n`` payloads through a dispatcher over ``path``; the outcome and the seconds it took."""
+
+    async def main() -> tuple[Outcome, float]:
+        start = time.monotonic()
+        out = await Dispatcher(shard or FakeShard(), path).run_outcome(  # type: ignore[arg-type]
+            payloads(n), LANES.batch, wait_s, 'batch-1', disconnected
+        )
+        return out, time.monotonic() - start
+
+    return asyncio.run(main())
+
+
+@pytest.fixture(autouse=True)
+def quick_checks(monkeypatch: pytest.MonkeyPatch) -> None:
+    """Check the client and the live key every 50 ms instead of every second."""
+    monkeypatch.setattr(dispatch, 'CHECK_EVERY_S', 0.05)
+
+
+# --- results and deadlines -------------------------------------------------------------------------
+
+
+def test_results_are_returned_in_request_order_whatever_order_they_arrive_in() -> None:
+    path = FakePath([[(2, answer(2))], [(0, answer(0)), (1, answer(1))]])
+    out, _ = outcome(path, 3)
+    assert [r['stdout'] for r in out.results] == ['0\n', '1\n', '2\n']
+    assert (out.lost, out.error) == ([], '')
+    assert path.waiting.closed == [True]  # drained: every result was taken
+    [(published, batch, lane, expires_s, request_id)] = path.published
+    assert [p['sub_id'] for p in published] == ['s0', 's1', 's2'] and batch == 'batch-1'
+    assert lane == LANES.batch and expires_s == 5.0 and len(request_id) == 32
+
+
+def test_what_misses_the_deadline_is_a_queue_timeout_in_its_place() -> None:
+    path = FakePath([[(1, answer(1))]])  # then nothing more arrives
+    out, took = outcome(path, 4, wait_s=0.3)
+    assert [r['verdict'] for r in out.results] == ['queue_timeout', 'accepted', 'queue_timeout', 'queue_timeout']
+    assert [r['sub_id'] for r in out.results] == ['s0', 's1', 's2', 's3']
+    assert all(r['reason'] == 'queue_timeout' and r['stdout'] is None for r in out.results[::2])
+    assert 0.3 <= out.results[0]['cost'] < 1.0  # the time it waited
+    assert 0.3 <= took < 1.0 and (out.lost, out.error) == ([], '')  # not the shard's failure
+    assert path.waiting.closed == [False]
+    assert all(0 < t <= 0.05 for t in path.waiting.timeouts)  # never waits past a check or the deadline
+
+
+def test_repeated_and_unknown_indices_are_ignored() -> None:
+    first, second = answer(0), dict(answer(0), stdout='again\n')
+    path = FakePath([[(0, first), (0, second), (5, answer(5)), (-1, answer(9))], [(1, answer(1))]])
+    out, _ = outcome(path, 2)
+    assert [r['stdout'] for r in out.results] == ['0\n', '1\n'] and path.waiting.closed == [True]
+
+
+def test_run_answers_the_results_of_the_outcome() -> None:
+    async def main() -> list[Any]:
+        path = FakePath([[(0, answer(0))]])
+        return await Dispatcher(FakeShard(), path).run(payloads(1), LANES.single, 5.0, 'b')  # type: ignore[arg-type]
+
+    assert [r['stdout'] for r in asyncio.run(main())] == ['0\n']
+
+
+# --- the shard's failures ----------------------------------------------------------------------------
+
+
+def test_a_failed_publish_is_an_internal_error_for_every_submission_and_all_are_lost() -> None:
+    path = FakePath(error=ConnectionError('connection refused'))
+    out, took = outcome(path, 3)
+    error = 'could not enqueue: ConnectionError: connection refused'
+    assert [(r['sub_id'], r['verdict'], r['error']) for r in out.results] == [
+        (f's{i}', 'internal_error', error) for i in range(3)
+    ]
+    assert (out.lost, out.error) == ([0, 1, 2], error) and took < 1.0
+    assert path.waiting.timeouts == []  # nothing waited for
+
+
+def test_a_redis_that_lost_its_data_fails_the_unanswered_at_once() -> None:
+    shard = FakeShard(FakeRedis(alive=lambda n: False))  # the request's live key is gone
+    path = FakePath([[(1, answer(1))]])
+    out, took = outcome(path, 3, wait_s=30.0, shard=shard)
+    error = 'the queue lost this submission (Redis restarted)'
+    assert [r['verdict'] for r in out.results] == ['internal_error', 'accepted', 'internal_error']
+    assert out.results[0]['error'] == error and (out.lost, out.error) == ([0, 2], error)
+    assert took < 5.0  # long before the deadline
+    assert path.waiting.closed == [False]
+
+
+def test_losing_contact_while_waiting_fails_the_unanswered() -> None:
+    path = FakePath([[(0, answer(0))], ConnectionError('reset by peer')])
+    out, _ = outcome(path, 3)
+    error = 'lost contact with the queue: ConnectionError: reset by peer'
+    assert [r['verdict'] for r in out.results] == ['accepted', 'internal_error', 'internal_error']
+    assert (out.lost, out.error) == ([1, 2], error) and out.results[2]['error'] == error
+    assert path.waiting.closed == [False]
+
+
+def test_the_live_key_is_renewed_at_every_check_while_the_request_waits() -> None:
+    redis = FakeRedis()
+    path = FakePath()
+    out, _ = outcome(path, 1, wait_s=0.35, shard=FakeShard(redis))
+    [(_, _, _, _, request_id)] = path.published
+    assert len(redis.renewed) >= 3
+    assert set(redis.renewed) == {(KeySpace().live(request_id), dispatch.LIVE_TTL_S)}
+    assert out.results[0]['verdict'] == 'queue_timeout'
+
+
+# --- the client -----------------------------------------------------------------------------------------
+
+
+def test_a_client_that_went_away_cancels_what_has_not_run() -> None:
+    asked: list[float] = []
+
+    async def disconnected() -> bool:
+        asked.append(time.monotonic())
+        return len(asked) >= 2  # gone at the second check
+
+    path = FakePath([[(0, answer(0))]])
+    out, took = outcome(path, 3, wait_s=30.0, disconnected=disconnected)
+    assert len(asked) == 2 and len(path.waiting.cancelled) == 1
+    assert 29.0 < path.waiting.cancelled[0] <= 30.0  # the time left until the deadline
+    assert took < 5.0
+    assert [r['verdict'] for r in out.results] == ['accepted', 'queue_timeout', 'queue_timeout']
+    assert (out.lost, out.error) == ([], '')  # nobody to answer: not the shard's failure
+
+
+def test_the_checks_go_on_while_results_stream_in(monkeypatch: pytest.MonkeyPatch) -> None:
+    """A long batch is never idle: the client is checked on time even while results keep arriving."""
+    monkeypatch.setattr(dispatch, 'CHECK_EVERY_S', 0.2)
+
+    async def gone() -> bool:
+        return True
+
+    path = FakePath([[(i, answer(i))] for i in range(200)])  # one more result at every take, at once
+    out, took = outcome(path, 200, wait_s=30.0, disconnected=gone)
+    arrived = sum(r['verdict'] == 'accepted' for r in out.results)
+    assert path.waiting.cancelled and 0 < arrived < 100 and took < 2.0, (arrived, took)
+
+
+def test_closing_the_dispatcher_closes_its_path_and_its_shard() -> None:
+    class ClosingPath(FakePath):
+        closed = False
+
+        def close(self) -> None:
+            self.closed = True
+
+    async def main(path: FakePath) -> FakeShard:
+        shard = FakeShard()
+        await Dispatcher(shard, path).aclose()  # type: ignore[arg-type]
+        return shard
+
+    path = ClosingPath()
+    assert asyncio.run(main(path)).closed and path.closed
+    assert asyncio.run(main(FakePath())).closed  # a path without threads has no close()

@@ -1,0 +1,83 @@
+"""The pool process's service (`judge.worker.service`): slot claims and sandbox failures, without a slot server."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+
+from judge.settings import Settings
+
+
+def _bare_job(source: str) -> dict[str, object]:
+    sub = {'sub_id': 's1', 'type': 'python', 'solution': source, 'input': '', 'expected_output': ''}
+    return {'sub': sub, 'reply_to': '', 'index': 0, 'batch': ''}  # no reply list: nothing touches Redis
+
+
+def test_a_host_without_a_free_slot_fails_the_task_not_the_submission(monkeypatch: pytest.MonkeyPatch) -> None:
+    """`NoFreeSlot` is a `SandboxError` now, but it is the process's condition: the task fails as it
+    always did (`judge.worker.tasks` answers for it), once per submission, and the next one claims again."""
+    from judge.sandbox.errors import NoFreeSlot
+    from judge.worker import service as worker
+
+    claims: list[int] = []
+
+    def no_slot(*_: object) -> tuple[int, int]:
+        claims.append(1)
+        raise NoFreeSlot('all sandbox slots of this host are in use')
+
+    monkeypatch.setattr(worker, 'claim_slot', no_slot)
+    monkeypatch.setattr(worker, 'describe_runtime', lambda _python: {'digest': 'x'})
+    service = worker.Service(Settings())
+    with pytest.raises(NoFreeSlot):
+        service.start()  # at start-up (`judge.worker.tasks._start_slot` logs it)
+    for n in (2, 3):
+        with pytest.raises(NoFreeSlot):
+            service.judge(_bare_job('print(1)'))  # type: ignore[arg-type]
+        assert len(claims) == n
+
+
+def test_a_sandbox_failure_is_the_submissions_internal_error(monkeypatch: pytest.MonkeyPatch) -> None:
+    from judge.sandbox.errors import SandboxError
+    from judge.worker import service as worker
+
+    class BrokenRunner:
+        def run(self, _sub: object) -> object:
+            raise SandboxError('slot server failed to start')
+
+    service = worker.Service(Settings())
+    service._runner = BrokenRunner()  # type: ignore[assignment]
+    result = service.judge(_bare_job('print(1)'))  # type: ignore[arg-type]
+    assert result is not None and result['reason'] == 'internal_error', result
+    assert 'SandboxError: slot server failed to start' in str(result), result
+
+
+def test_a_slot_that_fails_to_start_gives_its_slot_number_back(monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> None:
+    """Each submission builds the runner again while the slot cannot start; it must not keep a slot
+    number each time (4096 failures would take every slot of the host)."""
+    from judge.sandbox.client import SlotClient
+    from judge.sandbox.errors import SandboxError
+    from judge.sandbox.slots import claim_slot
+    from judge.worker import service as worker
+
+    claimed: list[int] = []
+
+    def claim(*_: object) -> tuple[int, int]:
+        index, fd = claim_slot(str(tmp_path / 'locks'))
+        claimed.append(index)
+        return index, fd
+
+    def refuse(self: SlotClient) -> None:
+        raise SandboxError('slot server refused to start: JailError: no isolation is available')
+
+    monkeypatch.setattr(worker, 'claim_slot', claim)
+    monkeypatch.setattr(SlotClient, 'ensure_started', refuse)
+    monkeypatch.setattr(worker, 'describe_runtime', lambda _python: {'digest': 'x'})
+    monkeypatch.setenv('JUDGE_CACHE_DIR', str(tmp_path / 'cache'))
+    monkeypatch.setenv('JUDGE_WORK_ROOT', str(tmp_path / 'work'))
+    service = worker.Service(Settings())
+    for _ in range(3):
+        result = service.judge(_bare_job('print(1)'))  # type: ignore[arg-type]
+        assert result is not None and result['reason'] == 'internal_error', result
+        assert 'refused to start' in str(result)
+    assert claimed == [0, 0, 0]
