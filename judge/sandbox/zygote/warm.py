@@ -24,6 +24,7 @@ import _signal
 import atexit
 import builtins
 import io
+import marshal
 import os
 import resource
 import struct
@@ -33,6 +34,7 @@ import types
 # `importlib.machinery.SourceFileLoader` itself, without importing `importlib` (see `judge.sandbox.fdio`)
 from _frozen_importlib_external import SourceFileLoader
 
+from judge.sandbox.zygote import upgrade as _upgrade
 from judge.sandbox.zygote.recursion import hide_frames
 
 TYPE_CHECKING = False
@@ -40,7 +42,14 @@ if TYPE_CHECKING:
     from typing import Any, NoReturn
 
 DONE_RECORD = struct.Struct('>idq')
-"""Exit status, CPU seconds (the process and its waited-for children) and peak RSS in KB."""
+"""Exit status, CPU seconds (the process and its waited-for children) and peak RSS in KB; the status
+`judge.sandbox.zygote.upgrade.UPGRADE_STATUS` asks for the scientific parent instead."""
+
+
+def watch_scientific(names: list[str]) -> None:
+    """In a lean or bare warm parent: let its children ask for the scientific one (`judge.sandbox.zygote.upgrade`)."""
+    if names:
+        _upgrade.install(frozenset(names), DONE_RECORD.pack(_upgrade.UPGRADE_STATUS, 0.0, 0))
 
 
 def _raw(fd: int, mode: str, name: str) -> io.FileIO:
@@ -207,6 +216,34 @@ def _report_done(done_path: str, status: int) -> None:
     os.close(fd)
 
 
+_FUTURE_FLAGS = 0x1FE0000
+"""The compiler flags of every ``from __future__`` feature (``CO_FUTURE_*``), without importing `__future__`."""
+
+
+def _renamed(code: types.CodeType, path: str) -> types.CodeType:
+    consts = tuple(_renamed(c, path) if isinstance(c, types.CodeType) else c for c in code.co_consts)
+    return code.replace(co_filename=path, co_consts=consts)
+
+
+def _split(source: str, path: str, prefix: tuple[int, bytes] | None) -> tuple[types.CodeType, ...] | None:
+    """With ``prefix`` (the length and compiled code of the statements the source starts with,
+    `judge.sandbox.server.prefixes`): that code and the rest's, compiled here with the prefix's line
+    count and ``__future__`` features.  None when there is no prefix or the rest does not compile alone:
+    the caller then compiles the whole source, as a fresh interpreter would (and reports its errors)."""
+    if prefix is None:
+        return None
+    length, data = prefix
+    head, rest = source[:length], source[length:]
+    if '__future__' in rest:
+        return None
+    head_code = _renamed(marshal.loads(data), path)
+    try:
+        padded = '\n' * head.count('\n') + rest
+        return head_code, compile(padded, path, 'exec', head_code.co_flags & _FUTURE_FLAGS, dont_inherit=True)
+    except (SyntaxError, ValueError):
+        return None
+
+
 def _reseed() -> None:
     """Random states a fork would otherwise share with every sibling: `random` reseeds itself after
     ``fork``; the generators the parent found (`_random_states`: sympy's, numpy's global one...) are
@@ -224,15 +261,28 @@ def _reseed() -> None:
             pass
 
 
-def run_python(source: str | None, filename: str, workdir: str, done_path: str | None = None) -> NoReturn:
+def run_python(
+    source: str | None,
+    filename: str,
+    workdir: str,
+    done_path: str | None = None,
+    upgrade: int = 0,
+    prefix: tuple[int, bytes] | None = None,
+) -> NoReturn:
     """Execute ``source`` as the ``__main__`` module and exit with Python's exit status.
 
     Expects `prepare_interpreter` to have run in an ancestor (the streams are its) and the
     current directory to be ``workdir``.  With ``done_path``, the end is reported there first, by
     this process only: a child the program forks that ends the same way (``sys.exit``, falling off
-    the end of the script) only ends itself, as under ``python3 file.py``.
+    the end of the script) only ends itself, as under ``python3 file.py``.  ``upgrade`` is the
+    server's plan for a program's first lookup of a scientific package (`judge.sandbox.zygote.upgrade`):
+    0 nothing, ``OBSERVE`` note it in the done record, ``OFFER`` end this attempt with a request to
+    run the program in the scientific parent.  ``prefix``: the compiled statements the source starts
+    with (`_split`).
     """
     main_pid = os.getpid()
+    if upgrade:
+        _upgrade.arm(done_path, upgrade)
     os.environ['HOME'] = os.environ['TMPDIR'] = workdir
     sys.argv = [filename]
     sys.orig_argv = [sys.executable, '-I', filename]  # the fresh mode's command line
@@ -248,8 +298,11 @@ def run_python(source: str | None, filename: str, workdir: str, done_path: str |
     interrupted = False
     try:
         # dont_inherit: this module's `from __future__` imports must not reach the program's code.
-        code = compile(source or '', main.__file__, 'exec', dont_inherit=True)
-        exec(code, main.__dict__)
+        codes = _split(source or '', main.__file__, prefix)
+        if codes is None:
+            codes = (compile(source or '', main.__file__, 'exec', dont_inherit=True),)
+        for code in codes:
+            exec(code, main.__dict__)
     except SystemExit as exc:
         status = _exit_code(exc)
     except BaseException:
@@ -272,5 +325,5 @@ def run_python(source: str | None, filename: str, workdir: str, done_path: str |
         _signal.signal(_signal.SIGINT, _signal.SIG_DFL)
         os.kill(os.getpid(), _signal.SIGINT)
     if done_path is not None and os.getpid() == main_pid:
-        _report_done(done_path, status)
+        _report_done(done_path, status | _upgrade.flags())
     os._exit(status)
