@@ -24,11 +24,6 @@ from judge.transport.admission import Admission
 
 logger = logging.getLogger('api.backpressure')
 
-SUBMIT_PATHS = frozenset({
-    '/run', '/judge', '/run/batch', '/run/long-batch', '/judge/batch', '/judge/long-batch',
-    '/judge/tests', '/judge/tests/batch', '/judge/tests/long-batch',
-})  # fmt: skip
-
 
 class InFlight:
     """Admission control by submissions in flight in every gateway process (see the module docstring).
@@ -104,12 +99,14 @@ async def _answer(send: Send, status: int, body: dict[str, Any], headers: list[t
 
 
 class BodyLimit:
-    """ASGI middleware: 413 for bodies over ``max_body_bytes``, early 429 when ``in_flight`` is full."""
+    """ASGI middleware: 413 for bodies over ``max_body_bytes``, early 429 to a POST on one of
+    ``submit_paths`` (`api.table.submit_paths`) when ``in_flight`` is full."""
 
-    def __init__(self, app: ASGIApp, *, max_body_bytes: int, in_flight: InFlight) -> None:
+    def __init__(self, app: ASGIApp, *, max_body_bytes: int, in_flight: InFlight, submit_paths: frozenset[str]) -> None:
         self.app = app
         self.max_body_bytes = max_body_bytes
         self.in_flight = in_flight
+        self.submit_paths = submit_paths
 
     def _too_large(self) -> dict[str, Any]:
         REJECTED.labels('body_size').inc()
@@ -119,7 +116,7 @@ class BodyLimit:
         if scope['type'] != 'http':
             await self.app(scope, receive, send)
             return
-        if self.in_flight.full and scope['method'] == 'POST' and scope['path'] in SUBMIT_PATHS:
+        if self.in_flight.full and scope['method'] == 'POST' and scope['path'] in self.submit_paths:
             REJECTED.labels('in_flight').inc()
             retry = [(b'retry-after', str(self.in_flight.retry_after_s).encode())]
             await _answer(send, 429, {'detail': self.in_flight.busy_detail(0)}, retry)

@@ -23,8 +23,6 @@ class Gateway:
     """Every broker shard (one unless ``JUDGE_BROKER_SHARDS`` names several) and how requests reach them."""
     admission: Admission
     """The cluster-wide in-flight count (in the first shard)."""
-    wait_s: dict[str, float]
-    """Deadline per lane name (`judge.transport.keys.LANES`)."""
 
 
 async def get_gateway(request: Request) -> Gateway:

@@ -8,8 +8,8 @@ node: the first task to reach a node compiles into the node's content-addressed 
 ``compile_error``.
 
 Deadlines: `/judge/tests` and `/judge/tests/batch` queue with the batch priority but wait up to the
-long-batch deadline (a job of many tests cannot finish in one submission's deadline);
-`/judge/tests/long-batch` uses the long-batch queue and priority.
+long-batch deadline (a job of many tests cannot finish in one submission's deadline: their lane is
+`judge.transport.lanes.Lanes.tests`); `/judge/tests/long-batch` uses the long-batch lane.
 
 ``stop_on_first_failure`` cuts the *reported* list after the first failing test; every test is
 still judged (they run in parallel, so cancelling would save little), and ``passed``/``pass_rate``
@@ -18,22 +18,21 @@ count them all (`judge.results.fold_tests`).
 
 from __future__ import annotations
 
+from collections.abc import Callable, Iterable
 from typing import Any
 
 from fastapi import APIRouter, Request, Response
 
 from api.deps import GatewayDep
 from api.submit import json_response, submit
+from api.table import Endpoint, Shape, SubmitRoute, add_route
 from judge.contracts import (
     BatchJudgeTestsRequest,
-    BatchJudgeTestsResult,
     JudgeTestsRequest,
-    JudgeTestsResult,
     RunPayload,
 )
 from judge.results import fold_tests
-
-router = APIRouter()
+from judge.transport.lanes import Lane
 
 
 def payloads_for(job: JudgeTestsRequest) -> list[RunPayload]:
@@ -56,37 +55,47 @@ def payloads_for(job: JudgeTestsRequest) -> list[RunPayload]:
 
 
 async def _judge(
-    gateway: GatewayDep, request: Request, jobs: list[JudgeTestsRequest], lane: str, batch_id: str
+    gateway: GatewayDep, request: Request, jobs: list[JudgeTestsRequest], lane: Lane, batch_id: str
 ) -> list[dict[str, Any]]:
-    """Run every test of every job as one request; fold each job's results."""
+    """Run every test of every job as one request on ``lane``; fold each job's results."""
     payloads: list[RunPayload] = []
     spans: list[tuple[int, int]] = []
     for job in jobs:
         start = len(payloads)
         payloads.extend(payloads_for(job))
         spans.append((start, len(payloads)))
-    # Many tests take longer than one submission: the batch priority with the long deadline.
-    wait_s = max(gateway.wait_s[lane], gateway.wait_s['long'])
-    results = await submit(gateway, request, payloads, lane, batch_id, wait_s)
+    results = await submit(gateway, request, payloads, lane, batch_id)
     return [fold_tests(job, results[a:b]) for job, (a, b) in zip(jobs, spans, strict=True)]
 
 
-@router.post('/judge/tests', response_model=JudgeTestsResult)
-async def judge_tests(job: JudgeTestsRequest, gateway: GatewayDep, request: Request) -> Response:
-    """Judge one solution on many tests (normal batch priority and deadline)."""
-    (result,) = await _judge(gateway, request, [job], 'batch', job.sub_id or '')
-    return json_response(result)
+def _one(route: SubmitRoute) -> Endpoint:
+    """The endpoint of `Shape.TESTS`: one job, its answer."""
+
+    async def endpoint(job: JudgeTestsRequest, gateway: GatewayDep, request: Request) -> Response:
+        (result,) = await _judge(gateway, request, [job], route.lane, job.sub_id or '')
+        return json_response(result)
+
+    return endpoint
 
 
-@router.post('/judge/tests/batch', response_model=BatchJudgeTestsResult)
-async def judge_tests_batch(batch: BatchJudgeTestsRequest, gateway: GatewayDep, request: Request) -> Response:
-    """Many `/judge/tests` jobs at once (normal batch priority and deadline); results in job order."""
-    results = await _judge(gateway, request, batch.jobs, 'batch', batch.sub_id or '')
-    return json_response({'sub_id': batch.sub_id, 'results': results})
+def _batch(route: SubmitRoute) -> Endpoint:
+    """The endpoint of `Shape.TESTS_BATCH`: many jobs, their answers in job order."""
+
+    async def endpoint(batch: BatchJudgeTestsRequest, gateway: GatewayDep, request: Request) -> Response:
+        results = await _judge(gateway, request, batch.jobs, route.lane, batch.sub_id or '')
+        return json_response({'sub_id': batch.sub_id, 'results': results})
+
+    return endpoint
 
 
-@router.post('/judge/tests/long-batch', response_model=BatchJudgeTestsResult)
-async def judge_tests_long_batch(batch: BatchJudgeTestsRequest, gateway: GatewayDep, request: Request) -> Response:
-    """Like `/judge/tests/batch` with the long deadline and the lowest priority."""
-    results = await _judge(gateway, request, batch.jobs, 'long', batch.sub_id or '')
-    return json_response({'sub_id': batch.sub_id, 'results': results})
+ENDPOINTS: dict[Shape, Callable[[SubmitRoute], Endpoint]] = {Shape.TESTS: _one, Shape.TESTS_BATCH: _batch}
+"""The shapes this module answers, and how."""
+
+
+def build_router(table: Iterable[SubmitRoute]) -> APIRouter:
+    """``table``'s routes of the shapes in `ENDPOINTS`."""
+    router = APIRouter()
+    for route in table:
+        if route.shape in ENDPOINTS:
+            add_route(router, route, ENDPOINTS[route.shape](route))
+    return router

@@ -10,17 +10,17 @@ from contextlib import asynccontextmanager
 from fastapi import FastAPI
 from fastapi.exceptions import RequestValidationError
 
-from api import access, metrics
+from api import access, judge_tests, metrics, routes
 from api.backpressure import BodyLimit, InFlight
 from api.deps import Gateway
 from api.errors import validation_error
-from api.judge_tests import router as judge_tests_router
-from api.routes import router
+from api.table import submit_paths, submit_routes
 from judge import procname
 from judge.app import app as celery_app
 from judge.procname import name_process
 from judge.settings import get_settings
 from judge.transport.admission import Admission
+from judge.transport.lanes import Lanes
 from judge.transport.paths import open_router
 from judge.version import VERSION
 
@@ -39,11 +39,6 @@ async def lifespan(app: FastAPI) -> AsyncIterator[None]:
         celery=celery_app,
         router=router,
         admission=admission,
-        wait_s={
-            'single': settings.max_queue_wait_time,
-            'batch': settings.max_queue_wait_time,
-            'long': settings.long_batch_wait_s,
-        },
     )
     try:
         yield
@@ -59,11 +54,18 @@ async def lifespan(app: FastAPI) -> AsyncIterator[None]:
 _settings = get_settings()
 access.configure(_settings.log_level)
 in_flight = InFlight(_settings.max_in_flight, _settings.max_batch_size, _settings.retry_after_s)
+table = submit_routes(Lanes.from_settings(_settings))
+"""The submitting routes, with this gateway's lanes (their deadlines from the settings)."""
 
 app = FastAPI(title='code judge', version=VERSION, lifespan=lifespan)
 app.state.in_flight = in_flight
 app.add_exception_handler(RequestValidationError, validation_error)
-app.add_middleware(BodyLimit, max_body_bytes=int(_settings.max_body_mb * 1024 * 1024), in_flight=in_flight)
-app.include_router(router)
-app.include_router(judge_tests_router)
+app.add_middleware(
+    BodyLimit,
+    max_body_bytes=int(_settings.max_body_mb * 1024 * 1024),
+    in_flight=in_flight,
+    submit_paths=submit_paths(table),
+)
+app.include_router(routes.build_router(table))
+app.include_router(judge_tests.build_router(table))
 app.include_router(metrics.router)

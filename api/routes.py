@@ -1,7 +1,12 @@
-"""Upstream-compatible routes: `/run*`, `/judge*`, `/status`, `/ping`."""
+"""Upstream-compatible routes: `/run*`, `/judge*`, `/status`, `/ping`.
+
+The submitting ones come from the route table (`api.table`): one endpoint per shape, bound to its
+route's lane.
+"""
 
 from __future__ import annotations
 
+from collections.abc import Callable, Iterable
 from typing import Any
 
 from fastapi import APIRouter, Request, Response
@@ -9,73 +14,61 @@ from fastapi import APIRouter, Request, Response
 from api.deps import GatewayDep
 from api.status import collect_status
 from api.submit import json_response, submit
-from judge.contracts import (
-    BatchJudgeResult,
-    BatchSubmission,
-    BatchSubmissionResult,
-    JudgeResult,
-    StatusResult,
-    Submission,
-    SubmissionResult,
-)
+from api.table import Endpoint, Shape, SubmitRoute, add_route
+from judge.contracts import BatchSubmission, ResultDict, StatusResult, Submission
 from judge.results import judge_view
 
-router = APIRouter()
 
-
-@router.get('/ping')
 async def ping() -> str:
     """Liveness: always `"pong"`."""
     return 'pong'
 
 
-@router.post('/run', response_model=SubmissionResult)
-async def run(sub: Submission, gateway: GatewayDep, request: Request) -> Response:
-    """Run one submission (highest priority)."""
-    (result,) = await submit(gateway, request, [sub.payload()], 'single', sub.sub_id or '')
-    return json_response(result)
-
-
-@router.post('/judge', response_model=JudgeResult)
-async def judge(sub: Submission, gateway: GatewayDep, request: Request) -> Response:
-    """Judge one submission; like `/run` without the output streams."""
-    (result,) = await submit(gateway, request, [sub.payload()], 'single', sub.sub_id or '')
-    return json_response(judge_view(result))
-
-
-async def _batch(batch: BatchSubmission, gateway: GatewayDep, request: Request, lane: str, streams: bool) -> Response:
-    payloads = [s.payload() for s in batch.submissions]
-    results: list[Any] = await submit(gateway, request, payloads, lane, batch.sub_id or '')
-    if not streams:
-        results = [judge_view(r) for r in results]
-    return json_response({'sub_id': batch.sub_id, 'results': results})
-
-
-@router.post('/run/batch', response_model=BatchSubmissionResult)
-async def run_batch(batch: BatchSubmission, gateway: GatewayDep, request: Request) -> Response:
-    """Run a batch with the normal deadline; results in submission order."""
-    return await _batch(batch, gateway, request, 'batch', True)
-
-
-@router.post('/run/long-batch', response_model=BatchSubmissionResult)
-async def run_long_batch(batch: BatchSubmission, gateway: GatewayDep, request: Request) -> Response:
-    """Run a batch with the long deadline (lowest priority, never dropped for queue age)."""
-    return await _batch(batch, gateway, request, 'long', True)
-
-
-@router.post('/judge/batch', response_model=BatchJudgeResult)
-async def judge_batch(batch: BatchSubmission, gateway: GatewayDep, request: Request) -> Response:
-    """Judge a batch with the normal deadline."""
-    return await _batch(batch, gateway, request, 'batch', False)
-
-
-@router.post('/judge/long-batch', response_model=BatchJudgeResult)
-async def judge_long_batch(batch: BatchSubmission, gateway: GatewayDep, request: Request) -> Response:
-    """Judge a batch with the long deadline."""
-    return await _batch(batch, gateway, request, 'long', False)
-
-
-@router.get('/status', response_model=StatusResult)
 async def status(gateway: GatewayDep) -> dict[str, Any]:
     """Queue depth and live workers (upstream keys `queue`, `num_workers`, plus detail)."""
     return await collect_status(gateway)
+
+
+def _whole(result: ResultDict) -> Any:
+    return result
+
+
+def _one(route: SubmitRoute, view: Callable[[ResultDict], Any]) -> Endpoint:
+    """The endpoint of a single-submission route: ``view`` of its result."""
+
+    async def endpoint(sub: Submission, gateway: GatewayDep, request: Request) -> Response:
+        (result,) = await submit(gateway, request, [sub.payload()], route.lane, sub.sub_id or '')
+        return json_response(view(result))
+
+    return endpoint
+
+
+def _batch(route: SubmitRoute, view: Callable[[ResultDict], Any]) -> Endpoint:
+    """The endpoint of a batch route: ``view`` of each result, in submission order."""
+
+    async def endpoint(batch: BatchSubmission, gateway: GatewayDep, request: Request) -> Response:
+        payloads = [s.payload() for s in batch.submissions]
+        results = await submit(gateway, request, payloads, route.lane, batch.sub_id or '')
+        return json_response({'sub_id': batch.sub_id, 'results': [view(r) for r in results]})
+
+    return endpoint
+
+
+ENDPOINTS: dict[Shape, Callable[[SubmitRoute], Endpoint]] = {
+    Shape.RUN: lambda route: _one(route, _whole),
+    Shape.JUDGE: lambda route: _one(route, judge_view),
+    Shape.RUN_BATCH: lambda route: _batch(route, _whole),
+    Shape.JUDGE_BATCH: lambda route: _batch(route, judge_view),
+}
+"""The shapes this module answers, and how."""
+
+
+def build_router(table: Iterable[SubmitRoute]) -> APIRouter:
+    """`/ping`, ``table``'s routes of the shapes in `ENDPOINTS`, `/status`."""
+    router = APIRouter()
+    router.add_api_route('/ping', ping, methods=['GET'])
+    for route in table:
+        if route.shape in ENDPOINTS:
+            add_route(router, route, ENDPOINTS[route.shape](route))
+    router.add_api_route('/status', status, methods=['GET'], response_model=StatusResult)
+    return router

@@ -18,7 +18,7 @@ from api.access import log_request, trace_id
 from api.backpressure import InFlight
 from api.deps import Gateway
 from judge.contracts import ResultDict, RunPayload
-from judge.transport.keys import LANES
+from judge.transport.lanes import Lane
 
 
 def json_response(data: Any) -> Response:
@@ -30,11 +30,10 @@ async def submit(
     gateway: Gateway,
     request: Request,
     payloads: list[RunPayload],
-    lane: str,
+    lane: Lane,
     batch_id: str,
-    wait_s: float | None = None,
 ) -> list[ResultDict]:
-    """Run ``payloads`` on ``lane`` (deadline: the lane's, or ``wait_s``); results in order."""
+    """Run ``payloads`` on ``lane``, within its deadline; results in order."""
     in_flight: InFlight = request.app.state.in_flight
     n = len(payloads)
     await in_flight.acquire(n)  # 413/429 before anything is enqueued
@@ -42,9 +41,7 @@ async def submit(
     trace = trace_id(request)
     label = f'{batch_id}/{trace}' if trace else batch_id  # appears in every worker log line of the batch
     try:
-        results = await gateway.router.run(
-            payloads, LANES[lane], wait_s or gateway.wait_s[lane], label, request.is_disconnected
-        )
+        results = await gateway.router.run(payloads, lane, label, request.is_disconnected)
     finally:
         in_flight.release(n)
     elapsed = time.perf_counter() - started

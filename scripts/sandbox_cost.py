@@ -25,12 +25,14 @@ from concurrent.futures import ThreadPoolExecutor
 
 from judge.runtime import submission_python
 from judge.sandbox.client import ExecRequest, SlotClient, SlotConfig
-from judge.sandbox.limits import Limits
 from judge.sandbox.slots import claim_slot
 from judge.settings import Settings
+from judge.worker.service import run_limits
 from toolkit.bench.cpu import cpu_snapshot
 
 SOURCE = 'print(sum(range(10)))'
+LIMITS = run_limits(Settings())
+"""The worker's run limits under the settings of this environment."""
 
 
 def _slot_cpu(client: SlotClient) -> dict[int, tuple[str, float]]:
@@ -40,7 +42,7 @@ def _slot_cpu(client: SlotClient) -> dict[int, tuple[str, float]]:
 
 
 def _request(python: str, mode: str) -> ExecRequest:
-    limits = Limits(time_s=5)
+    limits = LIMITS._replace(time_s=5)
     if mode == 'warm':
         return ExecRequest(limits=limits, python_source=SOURCE)
     return ExecRequest(limits=limits, argv=[python, '-I', 'source.py'], files={'source.py': SOURCE})
@@ -71,7 +73,12 @@ def _client(python: str, **extra: object) -> tuple[SlotClient, int]:
     index, fd = claim_slot()
     client = SlotClient(
         SlotConfig(
-            slot=index, python=python, work_root='/tmp/judge-cost', extra={'memory_mb': 256, 'pids': 64, **extra}
+            slot=index,
+            python=python,
+            memory_mb=LIMITS.memory_mb,
+            pids=LIMITS.pids,
+            work_root='/tmp/judge-cost',
+            extra=extra,
         )
     )
     client.ensure_started()
@@ -79,7 +86,7 @@ def _client(python: str, **extra: object) -> tuple[SlotClient, int]:
 
 
 def _honest_s(client: SlotClient) -> float:
-    result = client.run(ExecRequest(limits=Limits(time_s=30), python_source=HONEST))
+    result = client.run(ExecRequest(limits=LIMITS._replace(time_s=30), python_source=HONEST))
     return float(result.stdout)
 
 
@@ -94,7 +101,7 @@ def fairness(python: str, rounds: int) -> None:
             (hog_slot, _), (honest_slot, _) = pairs[name]
             alone = _honest_s(honest_slot)
             hog = threading.Thread(
-                target=hog_slot.run, args=(ExecRequest(limits=Limits(time_s=10), python_source=HOG),)
+                target=hog_slot.run, args=(ExecRequest(limits=LIMITS._replace(time_s=10), python_source=HOG),)
             )
             hog.start()
             time.sleep(0.5)
@@ -144,7 +151,12 @@ def main() -> int:
         locks.append(fd)
         client = SlotClient(
             SlotConfig(
-                slot=index, python=python, tier=tier, work_root='/tmp/judge-cost', extra={'memory_mb': 256, 'pids': 64}
+                slot=index,
+                python=python,
+                memory_mb=LIMITS.memory_mb,
+                pids=LIMITS.pids,
+                tier=tier,
+                work_root='/tmp/judge-cost',
             )
         )
         try:

@@ -18,13 +18,13 @@ from judge import runtime
 from judge.runtime import RuntimeSpec, build_key, requirement_lines, submission_python, tree_hash
 from judge.runtime.build import BuildError, build
 from judge.sandbox.client import ExecRequest, SlotClient, SlotConfig
-from judge.sandbox.limits import Limits
 from judge.sandbox.server.jail import available_tiers
 from judge.sandbox.slots import claim_slot
 from judge.settings import Settings
 from tests.conftest import Stack
 from tests.helpers import post, request
 from tests.services import ROOT, Service, start_gateway, start_redis, start_worker
+from tests.slots import RUN_LIMITS
 
 PINNED_IMPORTS = 'numpy scipy sympy mpmath networkx math_verify latex2sympy2_extended antlr4 sortedcontainers'
 NAMESPACES = 'namespaces' in available_tiers()
@@ -109,7 +109,16 @@ def slot() -> Iterator[SlotClient]:
     python = submission_python(Settings())
     index, lock_fd = claim_slot()
     work = f'/tmp/judge-test-runtime-{os.getpid()}'
-    client = SlotClient(SlotConfig(slot=index, python=python, work_root=work, extra={'preload': ['numpy']}))
+    client = SlotClient(
+        SlotConfig(
+            slot=index,
+            python=python,
+            memory_mb=RUN_LIMITS.memory_mb,
+            pids=RUN_LIMITS.pids,
+            work_root=work,
+            extra={'preload': ['numpy']},
+        )
+    )
     client.ensure_started()
     yield client
     client.close()
@@ -118,7 +127,7 @@ def slot() -> Iterator[SlotClient]:
 
 
 def _run(client: SlotClient, source: str, mode: str) -> tuple[int | None, str, str]:
-    lim = Limits(time_s=30, memory_mb=512)
+    lim = RUN_LIMITS._replace(time_s=30, memory_mb=512)
     if mode == 'warm':
         req = ExecRequest(limits=lim, python_source=source)
     else:
@@ -164,7 +173,15 @@ def test_a_runtime_inside_a_hidden_dir_stays_visible_and_its_neighbours_hidden(t
         shutil.copytree(info.path, outer / 'rt', symlinks=True, copy_function=os.link)
         (outer / 'secret.txt').write_text('not for submissions')
         index, lock_fd = claim_slot()
-        client = SlotClient(SlotConfig(slot=index, python=runtime.python_of(outer / 'rt'), work_root=str(tmp_path)))
+        client = SlotClient(
+            SlotConfig(
+                slot=index,
+                python=runtime.python_of(outer / 'rt'),
+                memory_mb=RUN_LIMITS.memory_mb,
+                pids=RUN_LIMITS.pids,
+                work_root=str(tmp_path),
+            )
+        )
         try:
             src = f'import sympy, os\nprint(sympy.__version__, os.path.exists({str(outer / "secret.txt")!r}))'
             code, out, err = _run(client, src, 'warm')

@@ -13,10 +13,9 @@ import pytest
 
 from judge.runtime import submission_python
 from judge.sandbox.client import ExecRequest, SandboxError, SlotClient, SlotConfig
-from judge.sandbox.limits import Limits
 from judge.sandbox.slots import claim_slot
 from judge.settings import Settings
-from tests.slots import open_slot
+from tests.slots import RUN_LIMITS, open_slot
 
 PYTHON = submission_python(Settings())
 
@@ -30,7 +29,7 @@ def slot() -> Iterator[SlotClient]:
 def run_py(
     slot: SlotClient, source: str, mode: str, stdin: bytes = b'', **limits: float
 ) -> tuple[int | None, str, str]:
-    lim = Limits(**{'time_s': 3.0, **limits})  # type: ignore[arg-type]
+    lim = RUN_LIMITS._replace(**{'time_s': 3.0, **limits})  # type: ignore[arg-type]
     if mode == 'warm':
         req = ExecRequest(limits=lim, python_source=source, stdin=stdin)
     else:
@@ -122,9 +121,11 @@ def test_wall_limit_kills_everything(slot: SlotClient, mode: str) -> None:
     )
     start = time.monotonic()
     r = slot.run(
-        ExecRequest(limits=Limits(time_s=1.0), python_source=src)
+        ExecRequest(limits=RUN_LIMITS._replace(time_s=1.0), python_source=src)
         if mode == 'warm'
-        else ExecRequest(limits=Limits(time_s=1.0), argv=[PYTHON, '-I', 'source.py'], files={'source.py': src})
+        else ExecRequest(
+            limits=RUN_LIMITS._replace(time_s=1.0), argv=[PYTHON, '-I', 'source.py'], files={'source.py': src}
+        )
     )
     assert r.timed_out and r.exit_code == -9
     assert time.monotonic() - start < 3
@@ -134,28 +135,30 @@ def test_wall_limit_kills_everything(slot: SlotClient, mode: str) -> None:
 
 def test_output_is_bounded_while_reading(slot: SlotClient) -> None:
     src = 'import sys\nwhile True: sys.stdout.write("x" * 65536)'
-    r = slot.run(ExecRequest(limits=Limits(time_s=5, output_bytes=2_000_000, capture_bytes=1000), python_source=src))
+    r = slot.run(
+        ExecRequest(limits=RUN_LIMITS._replace(time_s=5, output_bytes=2_000_000, capture_bytes=1000), python_source=src)
+    )
     assert r.output_exceeded and not r.timed_out
     assert len(r.stdout) == 1000
     assert 2_000_000 < r.stdout_bytes < 3_000_000
 
 
 def test_non_utf8_output_survives(slot: SlotClient) -> None:
-    r = slot.run(ExecRequest(limits=Limits(), python_source='import sys\nsys.stdout.buffer.write(b"\\xff\\x00ok")'))
+    r = slot.run(ExecRequest(limits=RUN_LIMITS, python_source='import sys\nsys.stdout.buffer.write(b"\\xff\\x00ok")'))
     assert r.stdout == b'\xff\x00ok' and r.exit_code == 0
 
 
 def test_stdin_larger_than_a_pipe_buffer(slot: SlotClient) -> None:
     data = b'7\n' * 500_000
     r = slot.run(
-        ExecRequest(limits=Limits(), python_source='import sys\nprint(len(sys.stdin.buffer.read()))', stdin=data)
+        ExecRequest(limits=RUN_LIMITS, python_source='import sys\nprint(len(sys.stdin.buffer.read()))', stdin=data)
     )
     assert r.stdout == b'1000000\n'
 
 
 def test_runs_as_unprivileged_slot_uid(slot: SlotClient) -> None:
     r = slot.run(
-        ExecRequest(limits=Limits(), python_source='import os\nprint(os.getuid(), os.getgid(), os.getgroups())')
+        ExecRequest(limits=RUN_LIMITS, python_source='import os\nprint(os.getuid(), os.getgid(), os.getgroups())')
     )
     if os.getuid() == 0:
         uid = slot.detail['uid']
@@ -168,25 +171,43 @@ def test_rlimits_cannot_be_raised(slot: SlotClient) -> None:
         'try:\n    resource.setrlimit(resource.RLIMIT_NOFILE, (hard * 2, hard * 2))\n    print("raised")\n'
         'except ValueError:\n    print("refused")'
     )
-    r = slot.run(ExecRequest(limits=Limits(), python_source=src))
+    r = slot.run(ExecRequest(limits=RUN_LIMITS, python_source=src))
     assert r.stdout == b'refused\n'
 
 
 def test_bad_file_names_are_refused(slot: SlotClient) -> None:
     with pytest.raises(SandboxError, match='bad file name'):
-        slot.run(ExecRequest(limits=Limits(), argv=['/bin/true'], files={'../escape': 'x'}))
+        slot.run(ExecRequest(limits=RUN_LIMITS, argv=['/bin/true'], files={'../escape': 'x'}))
     # the slot keeps working afterwards
-    assert slot.run(ExecRequest(limits=Limits(), python_source='print(1)')).stdout == b'1\n'
+    assert slot.run(ExecRequest(limits=RUN_LIMITS, python_source='print(1)')).stdout == b'1\n'
 
 
 def test_no_isolation_is_refused_without_the_unsafe_setting() -> None:
-    client = SlotClient(SlotConfig(slot=4000, python=PYTHON, tier='none', work_root='/tmp/judge-test-unsafe'))
+    client = SlotClient(
+        SlotConfig(
+            slot=4000,
+            python=PYTHON,
+            memory_mb=RUN_LIMITS.memory_mb,
+            pids=RUN_LIMITS.pids,
+            tier='none',
+            work_root='/tmp/judge-test-unsafe',
+        )
+    )
     with pytest.raises(SandboxError, match='refusing to run untrusted code'):
         client.ensure_started()
 
 
 def test_unknown_tier_is_an_error() -> None:
-    client = SlotClient(SlotConfig(slot=4001, python=PYTHON, tier='chroot', work_root='/tmp/judge-test-unsafe'))
+    client = SlotClient(
+        SlotConfig(
+            slot=4001,
+            python=PYTHON,
+            memory_mb=RUN_LIMITS.memory_mb,
+            pids=RUN_LIMITS.pids,
+            tier='chroot',
+            work_root='/tmp/judge-test-unsafe',
+        )
+    )
     with pytest.raises(SandboxError, match='unknown sandbox tier'):
         client.ensure_started()
 
@@ -201,7 +222,8 @@ def test_each_tier_isolates(tier: str) -> None:
             python=PYTHON,
             tier=tier,
             work_root=f'/tmp/judge-test-tier-{os.getpid()}',
-            extra={'memory_mb': 256, 'pids': 64},
+            memory_mb=256,
+            pids=64,
         )
     )
     try:
@@ -213,12 +235,14 @@ def test_each_tier_isolates(tier: str) -> None:
             'except OSError as e:\n    print(e.errno)\n'
             'try:\n    open("/etc/hostname").read()\n    print("read")\nexcept OSError as e:\n    print(e.errno)\n'
         )
-        r = client.run(ExecRequest(limits=Limits(time_s=3), python_source=src))
+        r = client.run(ExecRequest(limits=RUN_LIMITS._replace(time_s=3), python_source=src))
         uid, net, hostname = r.stdout.decode().split()
         assert int(uid) == 61000 + index and net == '1'  # EPERM from seccomp in every tier
         assert hostname == ('read' if tier == 'uid' else '13')  # Landlock: only the system's libraries are readable
         if tier != 'uid':
-            bomb = client.run(ExecRequest(limits=Limits(time_s=5), python_source='x = bytearray(600 * 2**20)'))
+            bomb = client.run(
+                ExecRequest(limits=RUN_LIMITS._replace(time_s=5), python_source='x = bytearray(600 * 2**20)')
+            )
             assert bomb.memory_exceeded and bomb.exit_code == -9  # the slot's memory cgroup
     finally:
         client.close()
@@ -273,7 +297,13 @@ def _find_spare_parent(root_pid: int) -> int | None:
 def test_a_dead_zygote_costs_no_submission() -> None:
     index, lock_fd = claim_slot()
     client = SlotClient(
-        SlotConfig(slot=index, python=PYTHON, work_root=f'/tmp/judge-test-zygote-{os.getpid()}', extra={'pids': 64})
+        SlotConfig(
+            slot=index,
+            python=PYTHON,
+            memory_mb=RUN_LIMITS.memory_mb,
+            pids=RUN_LIMITS.pids,
+            work_root=f'/tmp/judge-test-zygote-{os.getpid()}',
+        )
     )
     try:
         client.ensure_started()
@@ -283,7 +313,7 @@ def test_a_dead_zygote_costs_no_submission() -> None:
         assert zygote != first_server
         os.kill(zygote, signal.SIGKILL)
         for n in range(3):
-            r = client.run(ExecRequest(limits=Limits(time_s=3), python_source=f'print({n} * 7)'))
+            r = client.run(ExecRequest(limits=RUN_LIMITS._replace(time_s=3), python_source=f'print({n} * 7)'))
             assert r.exit_code == 0 and r.stdout == f'{n * 7}\n'.encode(), r
         # The server either forked a new zygote or exited and was restarted: either way a new zygote.
         assert client._proc is not None
@@ -301,12 +331,14 @@ def test_preloaded_modules_are_there_for_free_and_a_missing_one_is_harmless() ->
             slot=index,
             python=PYTHON,
             work_root=f'/tmp/judge-test-preload-{os.getpid()}',
-            extra={'pids': 64, 'preload': ['ast', 'toolkit', 'no_such_module_for_the_test']},
+            memory_mb=RUN_LIMITS.memory_mb,
+            pids=RUN_LIMITS.pids,
+            extra={'preload': ['ast', 'toolkit', 'no_such_module_for_the_test']},
         )
     )
     try:
         source = 'import sys\nprint([m in sys.modules for m in ("ast", "toolkit", "no_such_module_for_the_test")])'
-        r = client.run(ExecRequest(limits=Limits(time_s=3), python_source=source))
+        r = client.run(ExecRequest(limits=RUN_LIMITS._replace(time_s=3), python_source=source))
         # the project's own directory is off sys.path when the zygote preloads: `toolkit` is not found
         assert (r.exit_code, r.stdout) == (0, b'[True, False, False]\n'), r
     finally:

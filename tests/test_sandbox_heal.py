@@ -18,12 +18,11 @@ from typing import ClassVar
 import pytest
 
 from judge.executors import CExecutor, CppExecutor, Toolchain, cache
-from judge.executors.base import Executor
+from judge.executors.compiled import CompiledExecutor
 from judge.runtime import submission_python
 from judge.sandbox.client import ExecRequest, ExecResult, SandboxError, SlotClient
-from judge.sandbox.limits import Limits
 from judge.settings import Settings
-from tests.slots import open_slot
+from tests.slots import RUN_LIMITS, open_slot
 
 PYTHON = submission_python(Settings())
 CXX = os.path.realpath(shutil.which('g++') or '/usr/bin/g++')
@@ -68,12 +67,14 @@ def test_a_request_whose_server_keeps_dying_is_an_infrastructure_error_after_the
     thread.start()
     try:
         with pytest.raises(SandboxError, match='3 attempts'):
-            slot.run(ExecRequest(limits=Limits(time_s=5), python_source='import time\ntime.sleep(2)\nprint(1)'))
+            slot.run(
+                ExecRequest(limits=RUN_LIMITS._replace(time_s=5), python_source='import time\ntime.sleep(2)\nprint(1)')
+            )
     finally:
         stop.set()
         thread.join()
     assert len(killed) >= 3 and slot.restarts >= 2, (killed, slot.restarts)
-    result = slot.run(ExecRequest(limits=Limits(time_s=5), python_source='print(6 * 7)'))
+    result = slot.run(ExecRequest(limits=RUN_LIMITS._replace(time_s=5), python_source='print(6 * 7)'))
     assert (result.exit_code, result.stdout) == (0, b'42\n')  # and the slot heals at once
 
 
@@ -82,12 +83,14 @@ def test_a_request_caught_by_one_server_death_is_retried_transparently(slot: Slo
     assert victim is not None
     timer = threading.Timer(0.5, os.kill, (victim, signal.SIGKILL))
     timer.start()
-    result = slot.run(ExecRequest(limits=Limits(time_s=5), python_source='import time\ntime.sleep(1.5)\nprint(7)'))
+    result = slot.run(
+        ExecRequest(limits=RUN_LIMITS._replace(time_s=5), python_source='import time\ntime.sleep(1.5)\nprint(7)')
+    )
     timer.join()
     assert (result.exit_code, result.stdout) == (0, b'7\n') and slot.restarts == 1 and slot.server_pid != victim
 
 
-class _ForkingCompiler(Executor):
+class _ForkingCompiler(CompiledExecutor):
     """A "compiler" that needs more processes than the slot has: a resource failure, every time."""
 
     language = 'forking'
@@ -114,7 +117,7 @@ class _CountingCpp(CppExecutor):
         return super().execute(request)
 
 
-def _artifact_record(executor: Executor, source: str) -> dict[str, object] | None:
+def _artifact_record(executor: CompiledExecutor, source: str) -> dict[str, object] | None:
     return cache.read_record(executor.cache_path(executor.language, *executor.compile_key(source)))
 
 

@@ -19,10 +19,10 @@ from judge.sandbox.client import ExecRequest, ExecResult, SlotClient
 from judge.sandbox.limits import Limits
 from judge.settings import DEFAULT_PYTHON_PRELOAD, DEFAULT_SCIENTIFIC_PRELOAD
 from tests.fidelity.harness import normalise
-from tests.slots import PYTHON, open_slot
+from tests.slots import PYTHON, RUN_LIMITS, open_slot
 from toolkit.bench.templates import rstar_shape
 
-LIMITS = Limits(time_s=20, memory_mb=1024)
+LIMITS = RUN_LIMITS._replace(time_s=20, memory_mb=1024)
 
 
 @pytest.fixture(scope='module')

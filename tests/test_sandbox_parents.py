@@ -19,15 +19,14 @@ from judge.executors.base import Toolchain
 from judge.executors.python import PythonExecutor
 from judge.runtime import submission_python
 from judge.sandbox.client import ExecRequest, SandboxError, SlotClient
-from judge.sandbox.limits import Limits
 from judge.sandbox.server.lifecycle import BARE_RUN
 from judge.sandbox.server.parents import WarmParents
 from judge.sandbox.zygote.prepare import SCIENTIFIC_NAMES, uses_scientific
 from judge.settings import DEFAULT_PYTHON_PRELOAD, DEFAULT_SCIENTIFIC_PRELOAD, Settings
-from tests.slots import open_slot
+from tests.slots import RUN_LIMITS, open_slot
 
 PYTHON = submission_python(Settings())
-LIMITS = Limits(time_s=60, memory_mb=512)
+LIMITS = RUN_LIMITS._replace(time_s=60, memory_mb=512)
 
 RANDOMS = """\
 import json, random

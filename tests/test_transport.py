@@ -11,7 +11,8 @@ import pytest
 from judge.contracts import Submission
 from judge.settings import Settings
 from judge.transport.connect import RedisAddress, sentinel_hosts
-from judge.transport.keys import LANES, QUEUES, KeySpace
+from judge.transport.keys import QUEUES, KeySpace
+from judge.transport.lanes import Lanes
 from judge.transport.shard import Shard
 from judge.worker.cli import worker_argv
 from judge.worker.tasks import as_job
@@ -67,7 +68,7 @@ def test_key_space_names() -> None:
     assert keys.reply('r1') == 'judge:reply:r1' and keys.live('r1') == 'judge:live:r1'
     assert (keys.cancelled, keys.nodes) == ('judge:cancelled', 'judge:nodes')
     assert [name for _, _, name in keys.queue_lists()] == list(QUEUES)  # one list per queue
-    assert {keys.queue_list(lane.queue, lane.priority) for lane in LANES.values()} == set(QUEUES)
+    assert {keys.queue_list(lane.queue, lane.priority) for lane in Lanes.from_settings(Settings())} == set(QUEUES)
     other = KeySpace(prefix='j2:', priority_steps=(0, 3, 6, 9))
     assert other.reply('r') == 'j2:reply:r' and other.queue_list('q', 7) == 'q:6' and other.queue_list('q', 2) == 'q'
     assert len(other.queue_lists()) == 4 * len(QUEUES)
@@ -75,7 +76,8 @@ def test_key_space_names() -> None:
 
 
 def test_lanes_rank_single_over_batch_over_long() -> None:
-    order = [LANES[n] for n in ('single', 'batch', 'long')]
+    lanes = Lanes.from_settings(Settings())
+    order = [lanes.single, lanes.batch, lanes.long]
     assert [lane.queue for lane in order] == list(QUEUES)  # the order the worker takes from them
     assert [lane.priority for lane in order] == sorted(lane.priority for lane in order)  # 0 is the highest on Redis
 

@@ -26,13 +26,15 @@ import celeryconfig
 from judge.app import app
 from judge.contracts import RUN_TASK
 from judge.errors import InternalsChanged
+from judge.settings import Settings
 from judge.transport import internals
 from judge.transport.internals import Internal
 from judge.transport.internals import kombu_redis as ours
 from judge.transport.internals.consumer import Consumer
 from judge.transport.internals.envelope import Envelopes
 from judge.transport.internals.request import Request
-from judge.transport.keys import LANES, KeySpace
+from judge.transport.keys import KeySpace
+from judge.transport.lanes import Lanes
 from tests.services import Service, start_redis
 
 _VARYING = {'id', 'root_id', 'expires', 'origin', 'correlation_id', 'delivery_tag', 'reply_to', 'timelimit'}
@@ -156,7 +158,7 @@ def _strip(d: dict[str, Any]) -> dict[str, Any]:
 def test_envelope_matches_what_kombu_writes(server: str) -> None:
     """The gateway's prebuilt message, field by field, against one written by ``send_task``."""
     queue = f'test-publish-{uuid.uuid4().hex}'
-    lane = LANES['batch']
+    lane = Lanes.from_settings(Settings()).batch
     job = {
         'sub': {'sub_id': 's1', 'type': 'python', 'solution': 'print("é")', 'input': ''},
         'reply_to': 'r',

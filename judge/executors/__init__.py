@@ -5,6 +5,7 @@ from __future__ import annotations
 from judge.executors.base import Compiled, Executor, Toolchain
 from judge.executors.bash import BashExecutor
 from judge.executors.c import CExecutor
+from judge.executors.compiled import CompiledExecutor
 from judge.executors.cpp import CppExecutor
 from judge.executors.go import GoExecutor
 from judge.executors.java import JavaExecutor
@@ -31,6 +32,7 @@ __all__ = [
     'BashExecutor',
     'CExecutor',
     'Compiled',
+    'CompiledExecutor',
     'CppExecutor',
     'Executor',
     'GoExecutor',

@@ -1,23 +1,20 @@
-"""Executor base: a language is a few class attributes; compile and run go through the sandbox.
+"""Executor base: a language is a few class attributes; its programs run through the sandbox.
 
-A language declares its source file name, its compile and run command lines (templates), its
-version command and a few limits (DMOJ style); everything else lives here and in
-`judge.executors.compiling` (compile once per node, cache only what the source decides).  **Run**
-imports the cached artifact (or writes the source) into a fresh work dir and runs ``run_argv``.
+A language declares its source file name, its run command line (a template), its version command
+and a few limits (DMOJ style).  `Executor` is an interpreted language: **run** writes the source into
+a fresh work dir and runs ``run_argv``.  A compiled language derives from
+`judge.executors.compiled.CompiledExecutor`, which adds the compile step (once per node, cached).
 
-Templates are `str.format` strings over `Executor.fields` (``{src}``, ``{out}``, ``{memory_mb}``,
-``{heap_mb}``...).  The first word of a command is a tool name looked up on the sandbox's PATH
-(never the worker's: ``~/.cargo/bin`` is not readable by the sandbox's uids).
+Templates are `str.format` strings over `Executor.fields` (``{src}``, ``{memory_mb}``, ``{heap_mb}``;
+``{out}`` for compiled languages...).  The first word of a command is a tool name looked up on the
+sandbox's PATH (never the worker's: ``~/.cargo/bin`` is not readable by the sandbox's uids).
 """
 
 from __future__ import annotations
 
-import hashlib
-import json
-import os
+from dataclasses import dataclass
 from typing import Any, ClassVar
 
-from judge.executors.compiling import Compiled, compile_once
 from judge.executors.toolchain import Toolchain, find_tool, tool_version
 from judge.sandbox.client import ExecRequest, ExecResult, SlotClient
 from judge.sandbox.limits import Limits
@@ -27,8 +24,27 @@ __all__ = ['ENV_TOOL', 'Compiled', 'Executor', 'Toolchain', 'find_tool', 'tool_v
 ENV_TOOL = '/usr/bin/env'
 
 
+@dataclass
+class Compiled:
+    """A compile step's outcome; ``artifact`` is the cached binary when it succeeded."""
+
+    ok: bool
+    cached: bool
+    stderr: bytes = b''
+    wall_s: float = 0.0
+    artifact: str | None = None
+    timed_out: bool = False
+    """The compile hit its time or memory limit."""
+    cacheable: bool = False
+    """Deterministic (a success, or a compiler diagnostic): other submissions of the source may reuse it."""
+    diagnostic: bool = False
+    """A failure the compiler reported about the source (by exit code, with no limit hit, nothing refused)."""
+    over_time: bool = False
+    """The compile ran out of its wall-clock time."""
+
+
 class Executor:
-    """Compile (optionally) and run one program in the caller's slot.
+    """Run one program of an interpreted language in the caller's slot.
 
     Subclasses set class attributes; override methods only for what a template cannot say.
     """
@@ -38,14 +54,8 @@ class Executor:
     """File name of the source in the work dir (template)."""
     version_argv: ClassVar[tuple[str, ...]] = ()
     """Command whose first output line is the toolchain version."""
-    compile_argv: ClassVar[tuple[str, ...]] = ()
-    """Compile command (template); empty for interpreted languages."""
     run_argv: ClassVar[tuple[str, ...]] = ()
     """Run command (template)."""
-    artifact_name: ClassVar[str] = 'run'
-    """What the compile step leaves in the work dir; exported to the cache, imported to run."""
-    compile_env: ClassVar[dict[str, str]] = {}
-    """Extra environment of the compile step (template), on top of the sandbox's clean one."""
     run_env: ClassVar[dict[str, str]] = {}
     """Extra environment of the run step (template)."""
     pids: ClassVar[int | None] = None
@@ -58,19 +68,12 @@ class Executor:
     """stderr texts by which the runtime reports running out of memory."""
     heap_percent: ClassVar[int] = 75
     """``{heap_mb}``: the share of the memory limit a managed runtime may use for its heap."""
-    diagnostic_exit_codes: ClassVar[tuple[int, ...]] = (1,)
-    """Exit codes by which the compiler reports errors in the source (anything else is not the source's)."""
 
     def __init__(self, toolchain: Toolchain, slot: SlotClient) -> None:
         self.toolchain = toolchain
         self.slot = slot
 
     # ---- declarative parts -------------------------------------------------------------------
-
-    @property
-    def compiled(self) -> bool:
-        """Whether this language has a compile step."""
-        return bool(self.compile_argv)
 
     def tool(self, name: str) -> str:
         """Path of a tool, found on the sandbox's PATH (subclasses name their toolchain's own)."""
@@ -86,7 +89,6 @@ class Executor:
         """Values of the template fields for one source and memory limit."""
         return {
             'src': self.source_file(source),
-            'out': self.artifact_name,
             'memory_mb': memory_mb,
             'heap_mb': max(16, memory_mb * self.heap_percent // 100),
         }
@@ -104,65 +106,33 @@ class Executor:
         return argv
 
     def run_limits(self, limits: Limits) -> Limits:
-        """The runner's limits adjusted for this language."""
-        data = limits.to_dict()
-        data['as_extra_mb'] = self.as_extra_mb
-        data['use_rlimit_as'] = limits.use_rlimit_as and self.rlimit_as
-        if self.pids is not None:
-            data['pids'] = self.pids
-        return Limits.from_dict(data)
+        """The node's run limits adjusted for this language (`judge.worker.runner.Runner` asks once per language)."""
+        return limits._replace(
+            as_extra_mb=self.as_extra_mb,
+            use_rlimit_as=limits.use_rlimit_as and self.rlimit_as,
+            pids=limits.pids if self.pids is None else self.pids,
+        )
 
     def is_oom(self, stderr: str) -> bool:
         """Whether stderr shows the runtime's own out-of-memory failure."""
         ends = stderr[:4000] + '\n' + stderr[-4000:]  # Go reports first, then dumps every goroutine
         return any(marker in ends for marker in self.oom_markers)
 
-    # ---- compile -----------------------------------------------------------------------------
-
-    def compile_key(self, source: str) -> tuple[str, ...]:
-        """Everything the artifact depends on."""
-        return (self.language, self.version(), '\0'.join(self.compile_argv), json.dumps(self.compile_env), source)
-
-    def extra_compile_args(self, source: str) -> list[str]:
-        """Arguments appended to the compile command that do not change the artifact (e.g. a PCH dir)."""
-        return []
-
-    def compile_limits(self) -> Limits:
-        """Limits of the compile step."""
-        return Limits(
-            time_s=self.toolchain.compile_time_s,
-            memory_mb=self.toolchain.compile_memory_mb,
-            as_extra_mb=1024,
-            capture_bytes=64 * 1024,
-            file_bytes=256 * 1024 * 1024,
-            use_rlimit_as=self.rlimit_as,
-        )
+    # ---- compile and run ---------------------------------------------------------------------
 
     def compile(self, source: str) -> Compiled | None:
-        """Compile ``source`` once per node (cached); `None` for interpreted languages."""
-        return compile_once(self, source) if self.compiled else None
-
-    # ---- run ---------------------------------------------------------------------------------
+        """Nothing to compile: `None` (`judge.executors.compiled.CompiledExecutor` compiles)."""
+        return None
 
     def run(
         self, source: str, compiled: Compiled | None, stdin: bytes, limits: Limits, seed: int | None = None
     ) -> ExecResult:
-        """Run the program once with ``stdin``; ``seed`` (replayable randomness) only means something to
+        """Run the program once with ``stdin`` under ``limits`` (already this language's, `run_limits`);
+        ``compiled`` is `compile`'s outcome; ``seed`` (replayable randomness) only means something to
         Python (`judge.executors.python`)."""
-        limits = self.run_limits(limits)
         values = self.fields(source, limits.memory_mb)
         argv = self.argv(self.run_argv, self.run_env, values)
-        if compiled is not None:
-            assert compiled.artifact is not None
-            return self.execute(
-                ExecRequest(limits=limits, argv=argv, imports={self.artifact_name: compiled.artifact}, stdin=stdin)
-            )
         return self.execute(ExecRequest(limits=limits, argv=argv, files={values['src']: source}, stdin=stdin))
-
-    def cache_path(self, kind: str, *parts: str) -> str:
-        """A content-addressed path in the node's cache, keyed by everything in ``parts``."""
-        digest = hashlib.sha256('\0'.join(parts).encode('utf-8', 'surrogateescape')).hexdigest()
-        return os.path.join(self.toolchain.cache_dir, kind, digest[:2], digest)
 
     def execute(self, request: ExecRequest) -> ExecResult:
         """Send one request to the slot."""

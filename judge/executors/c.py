@@ -2,11 +2,11 @@
 
 from __future__ import annotations
 
-from judge.executors.base import Executor
-from judge.executors.cpp import can_link_static
+from judge.executors.compiled import CompiledExecutor
+from judge.executors.toolchain import can_link_static
 
 
-class CExecutor(Executor):
+class CExecutor(CompiledExecutor):
     """gcc -O2 with C11 (GNU dialect) and libm, statically linked where the toolchain allows."""
 
     language = 'c'

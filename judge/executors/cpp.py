@@ -10,7 +10,8 @@ import re
 import subprocess
 import time
 
-from judge.executors.base import Executor
+from judge.executors.compiled import CompiledExecutor
+from judge.executors.toolchain import can_link_static
 from judge.sandbox.client import ExecRequest
 from judge.sandbox.limits import Limits
 
@@ -41,17 +42,7 @@ def _bits_header(cxx: str) -> str | None:
     return None
 
 
-@functools.lru_cache(maxsize=4)
-def can_link_static(cxx: str) -> bool:
-    """Whether the compiler has a static libc (then binaries are linked statically)."""
-    try:
-        out = subprocess.run([cxx, '-print-file-name=libc.a'], capture_output=True, timeout=10, check=False)
-    except (OSError, subprocess.TimeoutExpired):
-        return False
-    return os.path.isabs(out.stdout.decode().strip())
-
-
-class CppExecutor(Executor):
+class CppExecutor(CompiledExecutor):
     """g++ -O2 with C++17 (GNU dialect), statically linked where the toolchain allows."""
 
     language = 'cpp'
@@ -83,6 +74,12 @@ class CppExecutor(Executor):
             extra += ['-I', pch]
         return extra
 
+    @functools.cached_property
+    def pch_limits(self) -> Limits:
+        """The compile limits with room to precompile <bits/stdc++.h>: at least 120 s, 2 GiB, 512 MiB files."""
+        limits = self.compile_limits
+        return limits._replace(time_s=max(120.0, limits.time_s), memory_mb=2048, file_bytes=512 * 1024 * 1024)
+
     def _pch_flags(self) -> list[str]:
         return [f for f in self.flags() if f not in ('-static', '-pipe')]
 
@@ -103,15 +100,9 @@ class CppExecutor(Executor):
                 return None  # another slot is building it: compile without it this time
             if os.path.isfile(gch):
                 return pch_dir
-            limits = Limits(
-                time_s=max(120.0, self.toolchain.compile_time_s),
-                memory_mb=2048,
-                as_extra_mb=1024,
-                file_bytes=512 * 1024 * 1024,
-            )
             result = self.execute(
                 ExecRequest(
-                    limits=limits,
+                    limits=self.pch_limits,
                     argv=[self.toolchain.cxx, *self._pch_flags(), '-x', 'c++-header', header, '-o', PCH_NAME],
                     exports={PCH_NAME: gch},
                 )

@@ -8,10 +8,10 @@ the collector work to stay under the memory limit.
 
 from __future__ import annotations
 
-from judge.executors.base import Executor
+from judge.executors.compiled import CompiledExecutor
 
 
-class GoExecutor(Executor):
+class GoExecutor(CompiledExecutor):
     """go build -trimpath of a single ``package main`` file."""
 
     language = 'go'

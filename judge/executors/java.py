@@ -14,7 +14,7 @@ from __future__ import annotations
 import re
 from typing import Any
 
-from judge.executors.base import Executor
+from judge.executors.compiled import CompiledExecutor
 
 JVM_FLAGS = ('-XX:+UseSerialGC', '-XX:TieredStopAtLevel=1', '-Xshare:auto', '-XX:ActiveProcessorCount=1')
 _JAVAC_J = ' '.join(f'-J{f}' for f in (*JVM_FLAGS, '-Xmx512m'))
@@ -36,7 +36,7 @@ def main_class(source: str) -> str:
     return 'Main'
 
 
-class JavaExecutor(Executor):
+class JavaExecutor(CompiledExecutor):
     """OpenJDK javac + java, no preview features."""
 
     language = 'java'

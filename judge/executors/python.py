@@ -48,13 +48,10 @@ class PythonExecutor(Executor):
             return self._run_seeded(source, stdin, limits, seed)
         if self.toolchain.python_mode != 'warm':
             return super().run(source, compiled, stdin, limits)
-        request = ExecRequest(
-            limits=self.run_limits(limits), python_source=source, python_filename=self.source_name, stdin=stdin
-        )
+        request = ExecRequest(limits=limits, python_source=source, python_filename=self.source_name, stdin=stdin)
         return self.execute(request)
 
     def _run_seeded(self, source: str, stdin: bytes, limits: Limits, seed: int) -> ExecResult:
-        limits = self.run_limits(limits)
         values = self.fields(source, limits.memory_mb)
         env = {'PYTHONHASHSEED': str(seed), 'PYTHONPATH': '.'}
         argv = self.argv(self.seeded_argv, env, values)

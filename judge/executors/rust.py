@@ -6,10 +6,10 @@ unit keeps its threads (counted by the pids limit) few and the code fast.
 
 from __future__ import annotations
 
-from judge.executors.base import Executor
+from judge.executors.compiled import CompiledExecutor
 
 
-class RustExecutor(Executor):
+class RustExecutor(CompiledExecutor):
     """rustc -O --edition 2021, one codegen unit."""
 
     language = 'rust'

@@ -1,4 +1,4 @@
-"""The node's toolchain settings, and finding the tools the sandbox runs."""
+"""The node's toolchain settings, and finding the tools the sandbox runs and what they can do."""
 
 from __future__ import annotations
 
@@ -46,3 +46,13 @@ def find_tool(name: str) -> str:
         return name
     found = shutil.which(name, path=SANDBOX_PATH)
     return os.path.realpath(found) if found else name
+
+
+@functools.lru_cache(maxsize=4)
+def can_link_static(cc: str) -> bool:
+    """Whether the C or C++ compiler ``cc`` has a static libc (then binaries are linked statically)."""
+    try:
+        out = subprocess.run([cc, '-print-file-name=libc.a'], capture_output=True, timeout=10, check=False)
+    except (OSError, subprocess.TimeoutExpired):
+        return False
+    return os.path.isabs(out.stdout.decode().strip())

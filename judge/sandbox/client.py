@@ -83,6 +83,10 @@ class SlotConfig:
 
     slot: int
     python: str
+    memory_mb: int
+    """The slot's memory cgroup limit, MiB, until an execution sets its own (`Limits.memory_mb`)."""
+    pids: int
+    """The slot's pids cgroup bound: processes and threads of one execution."""
     tier: str = 'auto'
     allow_unsafe: bool = False
     work_root: str = '/tmp/judge-work'

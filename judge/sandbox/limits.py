@@ -14,25 +14,31 @@ class Limits(NamedTuple):
     it.  ``memory_mb`` is enforced by the slot's memory cgroup when there is one, else by
     ``RLIMIT_AS`` (plus ``as_extra_mb`` of headroom for interpreters).  ``output_bytes`` bounds
     stdout+stderr together; ``capture_bytes`` is how much of each stream is kept for the answer.
+    The fields without a default are the caller's: the worker builds its run limits from the judge's
+    settings, where their defaults live (`judge.worker.service.run_limits`); a compile has its own.
     """
 
-    time_s: float = 10.0
-    memory_mb: int = 256
-    output_bytes: int = 16 * 1024 * 1024
+    time_s: float
+    memory_mb: int
+    output_bytes: int
+    file_bytes: int
+    pids: int
     capture_bytes: int = 64 * 1024
-    file_bytes: int = 16 * 1024 * 1024
-    pids: int = 64
     nofile: int = 256
     as_extra_mb: int = 128
     use_rlimit_as: bool = True
 
+    def capturing(self, stream_bytes: int) -> Limits:
+        """These limits, keeping at least ``stream_bytes`` of each stream (at most ``output_bytes``)."""
+        return self._replace(capture_bytes=min(max(self.capture_bytes, stream_bytes), self.output_bytes))
+
     def to_dict(self) -> dict[str, Any]:
-        """A JSON-able copy."""
+        """A JSON-able copy: how an execution's limits travel to the slot server (`judge.sandbox.client`)."""
         return self._asdict()
 
     @classmethod
     def from_dict(cls, data: dict[str, Any]) -> Limits:
-        """Build from a dict, ignoring unknown keys."""
+        """The slot server's parse of `to_dict`'s copy (unknown keys ignored; the fields without a default required)."""
         return cls(**{k: v for k, v in data.items() if k in _FIELD_NAMES})
 
 

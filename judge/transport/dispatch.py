@@ -27,7 +27,7 @@ from typing import Protocol
 from judge.contracts import Job, ResultDict, RunPayload
 from judge.errors import RedisDataLost
 from judge.results import internal_error, queue_timeout
-from judge.transport.keys import Lane
+from judge.transport.lanes import Lane
 from judge.transport.shard import Shard
 
 logger = logging.getLogger('judge.transport.dispatch')
@@ -113,7 +113,8 @@ class Dispatcher:
         batch: str,
         disconnected: Disconnected | None = None,
     ) -> list[ResultDict]:
-        """Run every payload; results in order, `queue_timeout` for those that missed the deadline."""
+        """Run every payload; results in order, `queue_timeout` for those that missed the deadline ``wait_s``
+        (the lane's, or what `judge.transport.router.Router` has left of it)."""
         return (await self.run_outcome(payloads, lane, wait_s, batch, disconnected)).results
 
     async def run_outcome(

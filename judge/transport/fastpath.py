@@ -20,7 +20,7 @@ from redis.exceptions import ResponseError
 from judge.contracts import RUN_TASK, ResultDict, RunPayload
 from judge.transport.dispatch import LIVE_TTL_S, argsrepr, make_jobs
 from judge.transport.internals.envelope import Envelopes
-from judge.transport.keys import Lane
+from judge.transport.lanes import Lane
 from judge.transport.shard import Shard
 
 logger = logging.getLogger('judge.transport.fastpath')

@@ -40,23 +40,6 @@ PRIORITY_STEPS = (0,)
 
 
 @dataclass(frozen=True)
-class Lane:
-    """Where one kind of route publishes: a queue and a message priority."""
-
-    name: str
-    queue: str
-    priority: int
-
-
-LANES = {
-    'single': Lane('single', QUEUE_RUN, PRIORITY_RUN),
-    'batch': Lane('batch', QUEUE_BATCH, PRIORITY_BATCH),
-    'long': Lane('long', QUEUE_LONG, PRIORITY_LONG),
-}
-"""The three lanes: single outranks batch, which outranks long."""
-
-
-@dataclass(frozen=True)
 class KeySpace:
     """The names of one shard's keys (see the module docstring)."""
 

@@ -26,7 +26,7 @@ from celery import Celery
 
 from judge.contracts import ResultDict, RunPayload
 from judge.transport.dispatch import Disconnected, Dispatcher
-from judge.transport.keys import Lane
+from judge.transport.lanes import Lane
 from judge.transport.shard import Shard
 
 logger = logging.getLogger('judge.transport.router')
@@ -103,14 +103,13 @@ class Router:
         self,
         payloads: list[RunPayload],
         lane: Lane,
-        wait_s: float,
         batch: str,
         disconnected: Disconnected | None = None,
     ) -> list[ResultDict]:
-        """Run every payload on the shards; results in order (as `Dispatcher.run`)."""
+        """Run every payload on the shards within ``lane``'s deadline; results in order (as `Dispatcher.run`)."""
         if len(self.links) == 1:
-            return await self.links[0].dispatcher.run(payloads, lane, wait_s, batch, disconnected)
-        deadline = asyncio.get_running_loop().time() + wait_s
+            return await self.links[0].dispatcher.run(payloads, lane, lane.wait_s, batch, disconnected)
+        deadline = asyncio.get_running_loop().time() + lane.wait_s
         n = len(payloads)
         up = sum(link.up for link in self.links) or 1
         links = self.choose(min(up, max(1, n // SPLIT_AT)))

@@ -26,7 +26,7 @@ from celery.result import ResultSet
 from judge.contracts import RUN_TASK, Job, ResultDict, RunPayload
 from judge.results import internal_error
 from judge.transport.dispatch import LIVE_TTL_S, argsrepr, make_jobs
-from judge.transport.keys import Lane
+from judge.transport.lanes import Lane
 from judge.transport.shard import Shard
 
 logger = logging.getLogger('judge.transport.stockpath')

@@ -28,14 +28,12 @@ _COMPARE_SLACK_BYTES = 64 * 1024
 
 @dataclass
 class RunnerConfig:
-    """Per-node policy of the runner."""
+    """Per-node policy of the runner, built from the settings (`judge.worker.service`)."""
 
-    time_s: float = 10.0
-    memory_mb: int = 256
-    output_limit_bytes: int = 16 * 1024 * 1024
-    file_limit_bytes: int = 16 * 1024 * 1024
-    pids: int = 64
-    max_chars: int = 1000
+    limits: Limits
+    """The node's run limits (`judge.worker.service.run_limits`); each language adjusts them once."""
+    max_chars: int
+    """Characters of stdout and of stderr kept in a result."""
 
 
 class Runner:
@@ -45,32 +43,30 @@ class Runner:
         self.toolchain = toolchain
         self.slot = slot
         self.config = config
-        self._executors: dict[str, Executor] = {}
+        self._languages: dict[str, tuple[Executor, Limits]] = {}
+        """language -> its executor and its run limits (`Executor.run_limits`, applied once)."""
 
-    def executor(self, language: str) -> Executor:
-        """The executor of ``language``; `UnsupportedLanguage` when there is none."""
-        if language not in self._executors:
+    def _language(self, language: str) -> tuple[Executor, Limits]:
+        found = self._languages.get(language)
+        if found is None:
             try:
                 cls = EXECUTORS[language]
             except KeyError:
                 raise UnsupportedLanguage(f'unsupported language {language!r}') from None
-            self._executors[language] = cls(self.toolchain, self.slot)
-        return self._executors[language]
+            executor = cls(self.toolchain, self.slot)
+            found = self._languages[language] = (executor, executor.run_limits(self.config.limits))
+        return found
+
+    def executor(self, language: str) -> Executor:
+        """The executor of ``language``; `UnsupportedLanguage` when there is none."""
+        return self._language(language)[0]
 
     def limits(self, language: str, expected: str | None) -> Limits:
-        """Run limits for one submission."""
-        capture = max(64 * 1024, 4 * self.config.max_chars)
-        if expected is not None:
-            capture = max(capture, len(expected.encode('utf-8', 'surrogateescape')) + _COMPARE_SLACK_BYTES)
-        limits = Limits(
-            time_s=self.config.time_s,
-            memory_mb=self.config.memory_mb,
-            output_bytes=self.config.output_limit_bytes,
-            capture_bytes=min(capture, self.config.output_limit_bytes),
-            file_bytes=self.config.file_limit_bytes,
-            pids=self.config.pids,
-        )
-        return self.executor(language).run_limits(limits)
+        """Run limits for one submission: its language's, keeping enough of stdout to compare with ``expected``."""
+        limits = self._language(language)[1]
+        if expected is None:
+            return limits
+        return limits.capturing(len(expected.encode('utf-8', 'surrogateescape')) + _COMPARE_SLACK_BYTES)
 
     def run(self, sub: RunPayload, checker: Checker | None = None) -> ResultDict:
         """Judge one submission.

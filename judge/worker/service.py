@@ -22,6 +22,7 @@ from judge.results import internal_error
 from judge.runtime import describe_runtime, submission_python
 from judge.sandbox.client import SlotClient, SlotConfig
 from judge.sandbox.errors import NoFreeSlot, SandboxError
+from judge.sandbox.limits import Limits
 from judge.sandbox.slots import claim_slot
 from judge.settings import Settings
 from judge.transport.replies import CancelWatch, Replies
@@ -30,6 +31,7 @@ from judge.worker.error_cases import ErrorCaseWriter, should_save
 from judge.worker.runner import Runner, RunnerConfig
 
 logger = logging.getLogger('judge.worker.service')
+MIB = 1024 * 1024
 MEMORY_EVERY_S = 30.0
 """How often (at most) a pool process publishes its slot's memory for `/status`, after an execution."""
 
@@ -45,6 +47,21 @@ def _cache_dir(settings: Settings) -> str:
     fallback = os.path.join(settings.work_root, 'cache')
     os.makedirs(fallback, mode=0o755, exist_ok=True)
     return fallback
+
+
+def run_limits(settings: Settings) -> Limits:
+    """The node's run limits, built once from the settings; each language adjusts them once
+    (`judge.executors.base.Executor.run_limits`) and the runner widens the capture for an expected output."""
+    output_bytes = settings.output_limit_mb * MIB
+    return Limits(
+        time_s=settings.max_execution_time,
+        memory_mb=settings.max_memory,
+        output_bytes=output_bytes,
+        file_bytes=settings.file_size_limit_mb * MIB,
+        pids=settings.pids_limit,
+        # up to 4 UTF-8 bytes per character of MAX_STDOUT_ERROR_LENGTH, at least 64 KiB
+        capture_bytes=min(max(64 * 1024, 4 * settings.max_stdout_error_length), output_bytes),
+    )
 
 
 def build_runner(settings: Settings, runtime_digest: str = '') -> Runner:
@@ -65,17 +82,18 @@ def _build_runner(settings: Settings, runtime_digest: str, index: int) -> Runner
     pch_dir = os.path.join(cache_dir, 'pch')  # the compiler reads the PCH; nothing else in the cache is readable
     os.makedirs(pch_dir, mode=0o755, exist_ok=True)
     python = submission_python(settings)
+    limits = run_limits(settings)
     client = SlotClient(
         SlotConfig(
             slot=index,
             python=python,
+            memory_mb=limits.memory_mb,
+            pids=limits.pids,
             tier=settings.sandbox_tier,
             allow_unsafe=settings.allow_unsafe,
             work_root=settings.work_root,
             uid_base=settings.slot_uid_base,
             extra={
-                'memory_mb': settings.max_memory,
-                'pids': settings.pids_limit,
                 'keep_writable': [cache_dir],
                 'read_paths': [pch_dir],
                 'preload': [m.strip() for m in settings.python_preload.split(',') if m.strip()],
@@ -96,15 +114,7 @@ def _build_runner(settings: Settings, runtime_digest: str, index: int) -> Runner
         compile_memory_mb=settings.compile_memory_mb,
         runtime=runtime_digest,
     )
-    config = RunnerConfig(
-        time_s=settings.max_execution_time,
-        memory_mb=settings.max_memory,
-        output_limit_bytes=settings.output_limit_mb * 1024 * 1024,
-        file_limit_bytes=settings.file_size_limit_mb * 1024 * 1024,
-        pids=settings.pids_limit,
-        max_chars=settings.max_stdout_error_length,
-    )
-    return Runner(toolchain, client, config)
+    return Runner(toolchain, client, RunnerConfig(limits=limits, max_chars=settings.max_stdout_error_length))
 
 
 class Service:

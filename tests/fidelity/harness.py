@@ -23,11 +23,11 @@ import pytest
 
 from judge.runtime import submission_python
 from judge.sandbox.client import ExecRequest, SlotClient, SlotConfig
-from judge.sandbox.limits import Limits
 from judge.sandbox.server.jail import available_tiers
 from judge.sandbox.slots import claim_slot
 from judge.settings import DEFAULT_PYTHON_PRELOAD, Settings
 from tests.fidelity.corpus.base import Program
+from tests.slots import RUN_LIMITS
 
 PYTHON = submission_python(Settings())
 DEFAULT_PRELOAD = [m for m in DEFAULT_PYTHON_PRELOAD.split(',') if m]
@@ -39,7 +39,7 @@ SCIENTIFIC_PARENT = [m.strip() for m in Settings().python_scientific_preload.spl
 PARENT_KINDS = ('lean', 'scientific', 'bare')
 PARENT_FIELD = 'parent'
 """The `ExecRequest` field naming the warm parent an execution goes through."""
-LIMITS = Limits(time_s=30.0, memory_mb=1024, capture_bytes=8 * 1024 * 1024)
+LIMITS = RUN_LIMITS._replace(time_s=30.0, memory_mb=1024, capture_bytes=8 * 1024 * 1024)
 """Generous: the corpus checks what programs print, not limits (a scipy.stats import takes seconds
 on a loaded 2-core machine); the whole output is kept so that large outputs are compared whole."""
 SLOT_MEMORY_MB = 1536
@@ -137,9 +137,11 @@ def open_slot(preload: list[str], tag: str) -> Iterator[SlotClient]:
         SlotConfig(
             slot=index,
             python=PYTHON,
+            memory_mb=SLOT_MEMORY_MB,
+            pids=64,
             tier='namespaces',
             work_root=work,
-            extra={'preload': preload, 'scientific': SCIENTIFIC_PARENT, 'memory_mb': SLOT_MEMORY_MB, 'pids': 64},
+            extra={'preload': preload, 'scientific': SCIENTIFIC_PARENT},
         )
     )
     try:

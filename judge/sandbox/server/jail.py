@@ -37,8 +37,10 @@ class Jail:
         self.work_root = os.path.realpath(str(config.get('work_root', '/tmp/judge-work')))
         self.work_base = os.path.join(self.work_root, f'slot{self.slot}')
         self.extra_env = {str(k): str(v) for k, v in (config.get('env') or {}).items()}
-        self.memory_mb = int(config.get('memory_mb', 256))
-        self.pids = int(config.get('pids', 64))
+        self.memory_mb = int(config['memory_mb'])
+        """The memory cgroup's limit, MiB (`SlotConfig.memory_mb`; each execution sets its own, `effective_limits`)."""
+        self.pids = int(config['pids'])
+        """The pids cgroup's bound (`SlotConfig.pids`)."""
         self.keep_writable = [str(p) for p in config.get('keep_writable') or []]
         self.extra_read = [str(p) for p in config.get('read_paths') or []]
         self.hide = [str(p) for p in config.get('hide') or []]
@@ -159,7 +161,7 @@ class Jail:
             self.memory_mb = limits.memory_mb
         if self._counts_before is None:  # afterwards, the counts `limits_hit` read last time
             self._counts_before = self._limit_counts()
-        return Limits.from_dict({**limits.to_dict(), 'use_rlimit_as': False})
+        return limits._replace(use_rlimit_as=False)
 
     @property
     def nproc_slack(self) -> int:

@@ -56,7 +56,7 @@ class SlotServer(SlotLife):
         if op != 'exec':
             return {'ok': False, 'error': f'unknown op {op!r}'}, ()
         self.finish()
-        limits = self.jail.effective_limits(Limits.from_dict(header.get('limits') or {}))
+        limits = self.jail.effective_limits(Limits.from_dict(header['limits']))
         source, asked = header.get('python_source'), header.get('parent')
         kind, exact = self.parents.choose(source, asked)
         upgrade = 0

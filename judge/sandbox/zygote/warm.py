@@ -24,7 +24,6 @@ import _signal
 import atexit
 import builtins
 import io
-import marshal
 import os
 import resource
 import struct
@@ -36,6 +35,7 @@ from _frozen_importlib_external import SourceFileLoader
 
 from judge.sandbox.zygote import upgrade as _upgrade
 from judge.sandbox.zygote.recursion import hide_frames
+from judge.sandbox.zygote.split import split_program
 
 TYPE_CHECKING = False
 if TYPE_CHECKING:
@@ -216,34 +216,6 @@ def _report_done(done_path: str, status: int) -> None:
     os.close(fd)
 
 
-_FUTURE_FLAGS = 0x1FE0000
-"""The compiler flags of every ``from __future__`` feature (``CO_FUTURE_*``), without importing `__future__`."""
-
-
-def _renamed(code: types.CodeType, path: str) -> types.CodeType:
-    consts = tuple(_renamed(c, path) if isinstance(c, types.CodeType) else c for c in code.co_consts)
-    return code.replace(co_filename=path, co_consts=consts)
-
-
-def _split(source: str, path: str, prefix: tuple[int, bytes] | None) -> tuple[types.CodeType, ...] | None:
-    """With ``prefix`` (the length and compiled code of the statements the source starts with,
-    `judge.sandbox.server.prefixes`): that code and the rest's, compiled here with the prefix's line
-    count and ``__future__`` features.  None when there is no prefix or the rest does not compile alone:
-    the caller then compiles the whole source, as a fresh interpreter would (and reports its errors)."""
-    if prefix is None:
-        return None
-    length, data = prefix
-    head, rest = source[:length], source[length:]
-    if '__future__' in rest:
-        return None
-    head_code = _renamed(marshal.loads(data), path)
-    try:
-        padded = '\n' * head.count('\n') + rest
-        return head_code, compile(padded, path, 'exec', head_code.co_flags & _FUTURE_FLAGS, dont_inherit=True)
-    except (SyntaxError, ValueError):
-        return None
-
-
 def _reseed() -> None:
     """Random states a fork would otherwise share with every sibling: `random` reseeds itself after
     ``fork``; the generators the parent found (`_random_states`: sympy's, numpy's global one...) are
@@ -278,7 +250,7 @@ def run_python(
     server's plan for a program's first lookup of a scientific package (`judge.sandbox.zygote.upgrade`):
     0 nothing, ``OBSERVE`` note it in the done record, ``OFFER`` end this attempt with a request to
     run the program in the scientific parent.  ``prefix``: the compiled statements the source starts
-    with (`_split`).
+    with (`judge.sandbox.zygote.split`).
     """
     main_pid = os.getpid()
     if upgrade:
@@ -298,7 +270,7 @@ def run_python(
     interrupted = False
     try:
         # dont_inherit: this module's `from __future__` imports must not reach the program's code.
-        codes = _split(source or '', main.__file__, prefix)
+        codes = split_program(source or '', main.__file__, prefix)
         if codes is None:
             codes = (compile(source or '', main.__file__, 'exec', dont_inherit=True),)
         for code in codes:

@@ -1,0 +1,120 @@
+"""The submitting routes, written once: each one's path, lane and shape (what it takes and answers).
+
+The gateway builds the table once at start-up, with its lanes (`api.main`); `api.routes` and
+`api.judge_tests` register the routes from it (`add_route`) and the back-pressure middleware knows
+them by `submit_paths`.
+"""
+
+from __future__ import annotations
+
+import enum
+from collections.abc import Awaitable, Callable, Iterable
+from dataclasses import dataclass
+from typing import Any
+
+from fastapi import APIRouter, Response
+
+from judge.contracts import (
+    BatchJudgeResult,
+    BatchJudgeTestsResult,
+    BatchSubmissionResult,
+    JudgeResult,
+    JudgeTestsResult,
+    SubmissionResult,
+)
+from judge.transport.lanes import Lane, Lanes
+
+Endpoint = Callable[..., Awaitable[Response]]
+
+
+class Shape(enum.Enum):
+    """What a route takes and answers; the value is its response model."""
+
+    RUN = SubmissionResult
+    """One `Submission`; its result with the output streams."""
+    JUDGE = JudgeResult
+    """One `Submission`; its result without the output streams."""
+    RUN_BATCH = BatchSubmissionResult
+    """A `BatchSubmission`; its results with the output streams, in submission order."""
+    JUDGE_BATCH = BatchJudgeResult
+    """A `BatchSubmission`; its results without the output streams."""
+    TESTS = JudgeTestsResult
+    """One `JudgeTestsRequest`; its tests' verdicts and pass rate."""
+    TESTS_BATCH = BatchJudgeTestsResult
+    """A `BatchJudgeTestsRequest`; each job's answer, in job order."""
+
+
+@dataclass(frozen=True)
+class SubmitRoute:
+    """One submitting route (POST)."""
+
+    path: str
+    lane: Lane
+    shape: Shape
+    summary: str
+    """What the route does (its OpenAPI description)."""
+
+    @property
+    def name(self) -> str:
+        """The endpoint's name (its OpenAPI operation id and title): the path's words, e.g. ``run_long_batch``."""
+        return self.path.strip('/').replace('/', '_').replace('-', '_')
+
+
+def submit_routes(lanes: Lanes) -> tuple[SubmitRoute, ...]:
+    """Every submitting route with its lane, in the order they are registered (and listed in the OpenAPI schema)."""
+    return (
+        SubmitRoute('/run', lanes.single, Shape.RUN, 'Run one submission (highest priority).'),
+        SubmitRoute(
+            '/judge', lanes.single, Shape.JUDGE, 'Judge one submission; like `/run` without the output streams.'
+        ),
+        SubmitRoute(
+            '/run/batch',
+            lanes.batch,
+            Shape.RUN_BATCH,
+            'Run a batch with the normal deadline; results in submission order.',
+        ),
+        SubmitRoute(
+            '/run/long-batch',
+            lanes.long,
+            Shape.RUN_BATCH,
+            'Run a batch with the long deadline (lowest priority, never dropped for queue age).',
+        ),
+        SubmitRoute('/judge/batch', lanes.batch, Shape.JUDGE_BATCH, 'Judge a batch with the normal deadline.'),
+        SubmitRoute('/judge/long-batch', lanes.long, Shape.JUDGE_BATCH, 'Judge a batch with the long deadline.'),
+        SubmitRoute(
+            '/judge/tests',
+            lanes.tests,
+            Shape.TESTS,
+            'Judge one solution on many tests (normal batch priority and deadline).',
+        ),
+        SubmitRoute(
+            '/judge/tests/batch',
+            lanes.tests,
+            Shape.TESTS_BATCH,
+            'Many `/judge/tests` jobs at once (normal batch priority and deadline); results in job order.',
+        ),
+        SubmitRoute(
+            '/judge/tests/long-batch',
+            lanes.long,
+            Shape.TESTS_BATCH,
+            'Like `/judge/tests/batch` with the long deadline and the lowest priority.',
+        ),
+    )
+
+
+def submit_paths(table: Iterable[SubmitRoute]) -> frozenset[str]:
+    """The paths of ``table``'s routes."""
+    return frozenset(route.path for route in table)
+
+
+def add_route(router: APIRouter, route: SubmitRoute, endpoint: Endpoint) -> None:
+    """Register ``endpoint`` as ``route``: POST on its path, its response model, name and summary."""
+    response_model: Any = route.shape.value
+    router.add_api_route(
+        route.path,
+        endpoint,
+        methods=['POST'],
+        response_model=response_model,
+        name=route.name,
+        description=route.summary,
+    )
