@@ -45,11 +45,13 @@ def _env(*names: str) -> AliasChoices:
 
 
 DEFAULT_PYTHON_PRELOAD = (
-    'ast,bisect,collections,contextlib,copy,functools,heapq,itertools,linecache,math,re,string,typing'
+    'ast,base64,bisect,collections,contextlib,copy,functools,heapq,itertools,json,linecache,math,re,string,'
+    'traceback,types,typing'
 )
-"""Warm Python's preloaded modules: what the tool-call wrapper (`toolkit.wrapper`) and typical solutions
-import.  Each costs its memory in every fork and exit of every execution; one that is not preloaded
-costs its import time in each program importing it."""
+"""Warm Python's preloaded modules: what tool-call templates (`toolkit.wrapper`, rStar2-Agent's client's:
+base64 text run through ``exec``, errors told with ``traceback``) and typical solutions import.  Each
+costs its memory in every fork and exit of every execution; one that is not preloaded costs its import
+time in each program importing it."""
 
 DEFAULT_SCIENTIFIC_PRELOAD = 'sympy,numpy'
 """The scientific warm parent's extra imports (`judge.sandbox.zygote.prepare` warms them up)."""

@@ -72,6 +72,9 @@ class ExecResult:
     """The slot's pids limit refused the execution a process or thread (cgroup tiers only)."""
     parent: str = ''
     """The kind of warm parent that forked the execution's process (``lean`` or ``scientific``)."""
+    upgraded: bool = False
+    """Warm Python that started elsewhere and ran again, from the start, in the scientific parent
+    (`judge.sandbox.zygote.upgrade`); the figures are of both attempts' time together."""
 
 
 @dataclass
@@ -202,6 +205,7 @@ class SlotClient:
             stderr_bytes=reply['stderr_bytes'],
             pids_exceeded=bool(reply.get('pids_exceeded')),
             parent=str(reply.get('parent') or ''),
+            upgraded=bool(reply.get('upgraded')),
         )
 
     def memory(self) -> dict[str, Any]:

@@ -20,6 +20,8 @@ Scenarios (every result is checked; the exit status is 1 if any is wrong):
 * ``capacity``: trivial and scientific submissions with the CPU per submission of every process kind,
   then the capacity model (`toolkit.bench.model`): each component's ceiling and the cluster size for
   ``--rate`` or ``--burst``/``--mean-latency-s`` and ``--mix`` (`toolkit.bench.capacity`).
+* ``wrapped``: math and trivial tool calls plain and inside rStar2-Agent's template shape, alternated
+  in rounds: rates, CPU per call and the wrapped / plain ratios (`toolkit.bench.wrapped`).
 * ``all``: longbatch, rstar, latency.
 
 ``--cpu`` adds the whole stack's CPU per submission from ``/proc/<pid>/stat`` (utime+stime, and
@@ -41,6 +43,7 @@ from toolkit.bench.capacity import capacity_scenario
 from toolkit.bench.cpu import DEFAULT_MATCH, cpu_delta, cpu_snapshot, rss_snapshot
 from toolkit.bench.load import latency, longbatch, per_submission, percentiles, rstar, soak, toolcalls
 from toolkit.bench.mathcalls import math_scenario
+from toolkit.bench.wrapped import wrapped_scenario
 from toolkit.client import DEFAULT_BASE_URL, JudgeClient
 from toolkit.errors import ToolkitError
 
@@ -57,6 +60,7 @@ SCENARIOS: dict[str, Scenario] = {
     'soak': soak,
     'math': math_scenario,
     'capacity': capacity_scenario,
+    'wrapped': wrapped_scenario,
 }
 
 
@@ -68,7 +72,7 @@ async def run_scenario(name: str, args: argparse.Namespace) -> dict[str, Any]:
             out = await SCENARIOS[name](client, args)
         except ToolkitError as e:
             out = {'n': args.n, 'wrong': args.n, 'error': str(e)}
-    if args.cpu and name not in ('math', 'capacity'):  # those report the CPU of each of their phases
+    if args.cpu and name not in ('math', 'capacity', 'wrapped'):  # those report the CPU of each of their phases
         out |= per_submission(cpu_delta(before, cpu_snapshot(args.cpu_match, args.cpu_root)), args.n)
     return {'scenario': name} | out
 
@@ -115,6 +119,7 @@ def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
     parser.add_argument('--profile-out', default='', help='capacity: save the measured profile (JSON)')
     parser.add_argument('--profile-in', default='', help='capacity: model a saved profile, measure nothing')
     parser.add_argument('--markdown', action='store_true', help='capacity: the sizing table for three mixes')
+    parser.add_argument('--rounds', type=int, default=3, help='wrapped: rounds of the four phases')
     args = parser.parse_args(argv)
     if args.n < 1:
         parser.error('--n must be >= 1')

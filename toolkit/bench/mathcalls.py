@@ -15,7 +15,7 @@ Four phases, in one run on one machine:
   rounds' ratios is reported (each round in ``trivial_rounds``).
 
 Before the phases, every kind of tool call is sent to every slot until each answers like a warm slot
-(its scientific parent started: `_warm_math`).  Reports submissions/s, the CPU per bare spawn and
+(its scientific parent started: `warm_math`).  Reports submissions/s, the CPU per bare spawn and
 the two ratios the runtime is judged by: math rate / bare sympy+numpy rate, and trivial rate / bare
 ``-I -S`` rate; and the memory (PSS) of the largest slot and of its warm parents by kind, as the
 nodes publish it in ``/status`` (at most every 30 s: after the phases, small batches are sent until
@@ -43,7 +43,7 @@ from toolkit.client import JudgeClient
 from toolkit.errors import ToolkitError
 from toolkit.models import Submission
 
-__all__ = ['math_case', 'math_scenario', 'runtime_of', 'spawn_rate']
+__all__ = ['math_case', 'math_scenario', 'run_phase', 'runtime_of', 'spawn_rate', 'warm_math']
 
 PRIMES = (2, 3, 5, 7, 11, 13, 17, 19, 23)
 
@@ -127,7 +127,7 @@ async def _send(client: JudgeClient, subs: list[Submission], expected: list[str]
     return wrong
 
 
-async def _phase(client: JudgeClient, cases: list[tuple[str, str]], args: argparse.Namespace) -> dict[str, Any]:
+async def run_phase(client: JudgeClient, cases: list[tuple[str, str]], args: argparse.Namespace) -> dict[str, Any]:
     subs = [Submission(src) for src, _ in cases]
     before = cpu_snapshot(args.cpu_match, args.cpu_root) if args.cpu else {}
     start = time.perf_counter()
@@ -138,6 +138,7 @@ async def _phase(client: JudgeClient, cases: list[tuple[str, str]], args: argpar
         used = cpu_delta(before, cpu_snapshot(args.cpu_match, args.cpu_root))
         out['cpu_ms'] = sum(used.values()) * 1000 / len(cases)
         out['sandbox_cpu_ms'] = sum(used.get(k, 0.0) for k in ('slot_server', 'zygote', 'program')) * 1000 / len(cases)
+        out['cpu_ms_by_kind'] = {kind: round(cpu_s * 1000 / len(cases), 3) for kind, cpu_s in sorted(used.items())}
     return out
 
 
@@ -158,7 +159,7 @@ async def runtime_of(client: JudgeClient, args: argparse.Namespace) -> tuple[str
     return python, int(status.get('num_workers') or 2)
 
 
-async def _warm_math(client: JudgeClient, workers: int, timeout_s: float = 120.0) -> None:
+async def warm_math(client: JudgeClient, workers: int, timeout_s: float = 120.0) -> None:
     """Send every kind of tool call to every slot, unmeasured, until each answers like a warm slot.
 
     A slot starts its scientific warm parent on the first program that needs it, in the background,
@@ -218,9 +219,9 @@ async def math_scenario(client: JudgeClient, args: argparse.Namespace) -> dict[s
     heavy = [python, '-c', 'import sympy, numpy']
     bare = [python, '-I', '-S', '-c', 'pass']
     spawns = [await spawn_rate(heavy, args.spawn_n, concurrency)]
-    await _warm_math(client, workers)
+    await warm_math(client, workers)
     warm_at = time.time()  # every slot's parents have started: memory published after this counts them
-    math_phase = await _phase(client, [math_case(i) for i in range(args.n)], args)
+    math_phase = await run_phase(client, [math_case(i) for i in range(args.n)], args)
     spawns.append(await spawn_rate(heavy, args.spawn_n, concurrency))
     rounds = await _trivial_rounds(client, bare, concurrency, args)
     trivial = {k: statistics.median(r[k] for r in rounds) for k in rounds[0]}
@@ -258,7 +259,7 @@ async def _trivial_rounds(
     rounds = []
     for _ in range(max(1, args.trivial_rounds)):
         spawn = await spawn_rate(bare, args.spawn_n, concurrency)
-        phase = await _phase(client, [('print(sum(range(10)))', '45')] * args.n, args)
+        phase = await run_phase(client, [('print(sum(range(10)))', '45')] * args.n, args)
         row = {
             'per_s': phase['per_s'],
             'bare_per_s': spawn['per_s'],

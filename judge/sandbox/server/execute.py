@@ -17,6 +17,7 @@ from typing import Any, NamedTuple
 from judge.sandbox.fdio import write_all
 from judge.sandbox.limits import Limits
 from judge.sandbox.zygote.child import SETUP_FAILED_EXIT, encode_plan
+from judge.sandbox.zygote.upgrade import SEEN_FLAG, UPGRADE_STATUS
 from judge.sandbox.zygote.warm import DONE_RECORD
 
 _READ_CHUNK = 65536
@@ -46,6 +47,12 @@ class ExecOutcome:
         self.stderr = bytearray()
         self.exiting_pid: int | None = None
         """Set when the child reported its end but may still be exiting: the caller kills and reaps it."""
+        self.upgrade = False
+        """Warm Python asked to be run again in the scientific parent (`judge.sandbox.zygote.upgrade`)."""
+        self.upgraded = False
+        """The program ran again, from the start, in the scientific parent (this is that run's outcome)."""
+        self.seen_scientific = False
+        """Warm Python looked a scientific package up where it was not offered the scientific parent."""
 
 
 class _Streams:
@@ -214,14 +221,21 @@ def execute(
     start = time.monotonic()
     try:
         exited = _wait(spare, encode_plan(plan, stdin), streams, done, start + limits.time_s)
-        if done.record is not None and not exited and not outcome.output_exceeded:
-            outcome.exit_code, outcome.cpu_s, outcome.max_rss_kb = done.record
+        record = None if outcome.output_exceeded else done.record
+        if record is not None and record[0] == UPGRADE_STATUS and not plan.get('upgrade'):
+            record = None  # a request nobody offered is forged: the program is stopped (killed) where it is
+        outcome.upgrade = record is not None and record[0] == UPGRADE_STATUS
+        outcome.seen_scientific = record is not None and not outcome.upgrade and bool(record[0] & SEEN_FLAG)
+        if record is not None and not exited and not outcome.upgrade:
+            outcome.exit_code = record[0] & ~SEEN_FLAG
+            outcome.cpu_s, outcome.max_rss_kb = record[1], record[2]
             outcome.exiting_pid = spare.pid  # killed and reaped by the caller, after its answer
         else:
             if not exited:
                 kill_all(spare.pid)
             status, outcome.cpu_s, outcome.max_rss_kb = spare.reap(spare.pid)
-            _decode_status(status, outcome)
+            if not outcome.upgrade:
+                _decode_status(status, outcome)
         outcome.wall_s = time.monotonic() - start
         # Descendants may still hold the pipes (the child closed its own ends before any report):
         # read what is there, then kill them all unless the caller will.

@@ -61,6 +61,7 @@ class SlotLife:
             self.prep.scientific,
             bare=bool(self.prep.preload),
         )
+        self.prep.watch = sorted(self.parents.scientific_names)
         self._leftover: str | None = None
         """The last execution's work dir, until `finish` has removed it."""
         self._exiting: Spare | None = None

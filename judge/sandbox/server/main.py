@@ -31,13 +31,20 @@ from judge.sandbox.protocol import recv_message, send_message
 from judge.sandbox.server.execute import ExecOutcome, execute
 from judge.sandbox.server.lifecycle import SlotLife
 from judge.sandbox.server.memory import slot_memory
+from judge.sandbox.server.parents import SCIENTIFIC
+from judge.sandbox.server.prefixes import Prefixes
 from judge.sandbox.server.workdir import export_files, make_done_fifo, write_files
+from judge.sandbox.zygote.upgrade import OFFER
 
 logger = get_logger('judge.sandbox.server.main')
 
 
 class SlotServer(SlotLife):
     """Serves execution requests for one slot (its life between them: `SlotLife`)."""
+
+    def __init__(self, config: dict[str, Any]) -> None:
+        super().__init__(config)
+        self.prefixes = Prefixes()
 
     def handle(self, header: dict[str, Any], blobs: list[bytes]) -> tuple[dict[str, Any], tuple[bytes, ...]]:
         """Run one request and build the reply."""
@@ -50,16 +57,38 @@ class SlotServer(SlotLife):
             return {'ok': False, 'error': f'unknown op {op!r}'}, ()
         self.finish()
         limits = self.jail.effective_limits(Limits.from_dict(header['limits']))
-        kind, exact = self.parents.choose(header.get('python_source'), header.get('parent'))
+        source, asked = header.get('python_source'), header.get('parent')
+        kind, exact = self.parents.choose(source, asked)
+        upgrade = 0
+        if source is not None and asked is None and kind != SCIENTIFIC:
+            kind, upgrade = self.parents.hidden_imports(source, kind)
+        outcome, used = self._attempt(header, blobs, limits, kind, exact, upgrade)
+        if upgrade == OFFER and source is not None:
+            self.parents.shapes.learn(source, outcome.upgrade)
+        if outcome.upgrade:  # nothing of the first attempt is kept but the time it took
+            first_s = outcome.wall_s
+            self.finish()
+            again = limits._replace(time_s=max(0.001, limits.time_s - first_s))
+            outcome, used = self._attempt(header, blobs, again, SCIENTIFIC, True, 0)
+            outcome.wall_s += first_s
+            outcome.upgraded = True
+        elif outcome.seen_scientific:  # a hidden import, run cold: warm the scientific parent for the next
+            self.parents.lineage(SCIENTIFIC).start_background()
+        return _reply(outcome) | {'parent': used}, (bytes(outcome.stdout), bytes(outcome.stderr))
+
+    def _attempt(
+        self, header: dict[str, Any], blobs: list[bytes], limits: Limits, kind: str, exact: bool, upgrade: int
+    ) -> tuple[ExecOutcome, str]:
+        """Run the request once in a spare of ``kind``; the outcome and the kind of parent that served it."""
         spare = self._take_spare(kind, exact)
         used = self.spare_kind
-        if header.get('python_source') is not None:
+        source = header.get('python_source')
+        if source is not None:
             self.note_program(kind)
         workdir = spare.workdir
         started = done = False
         try:
             files = dict(header.get('files') or {})
-            source = header.get('python_source')
             filename = header.get('python_filename') or 'source.py'
             if source is not None:  # on disk too, for tracebacks' source lines
                 files[filename] = source
@@ -69,6 +98,8 @@ class SlotServer(SlotLife):
                 'argv': list(header.get('argv') or []),
                 'python_source': source,
                 'python_filename': filename,
+                'upgrade': upgrade,
+                'prefix': None if source is None else self.prefixes.find(source),
             }
             done_fd = None if source is None else make_done_fifo(self.jail, workdir, plan)
             started = True
@@ -86,7 +117,7 @@ class SlotServer(SlotLife):
                 self.jail.forget_counts()
                 self._kill_all(0)
                 self.finish()
-        return _reply(outcome) | {'parent': used}, (bytes(outcome.stdout), bytes(outcome.stderr))
+        return outcome, used
 
     def _wait_for_request(self, rfd: int) -> bool:
         """Wait for the next request, renewing warm parents meanwhile; True when one is waiting."""
@@ -143,6 +174,7 @@ class SlotServer(SlotLife):
 
 def _reply(outcome: ExecOutcome) -> dict[str, Any]:
     return {
+        'upgraded': outcome.upgraded,
         'ok': outcome.setup_error is None,
         'error': outcome.setup_error,
         'retry': outcome.setup_error is not None,  # the child failed before the program ran

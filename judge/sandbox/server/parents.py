@@ -23,8 +23,10 @@ from collections.abc import Callable
 from judge.sandbox.errors import ZygoteLost
 from judge.sandbox.lazylog import get_logger
 from judge.sandbox.server.execute import Spare
+from judge.sandbox.server.shapes import Shapes
 from judge.sandbox.server.zygotes import Zygote
 from judge.sandbox.zygote.prepare import SCIENTIFIC_NAMES, uses_scientific
+from judge.sandbox.zygote.upgrade import OBSERVE, OFFER
 
 logger = get_logger('judge.sandbox.server.parents')
 
@@ -200,6 +202,8 @@ class WarmParents:
         """Words that send a program to the scientific parent (none: the slot has no scientific parent)."""
         self.bare = bare
         """Whether programs without imports go to a bare parent (not when the lean one preloads nothing)."""
+        self.shapes = Shapes()
+        """Which sources that hide their imports turned out to need the scientific parent."""
 
     def choose(self, source: str | None, asked: object = None) -> tuple[str, bool]:
         """The kind of parent a request needs, and whether exactly that one (``asked``: the request's
@@ -229,6 +233,19 @@ class WarmParents:
         if self.bare and 'import' not in source:
             return self._when_ready(BARE)
         return LEAN, True
+
+    def hidden_imports(self, source: str, kind: str) -> tuple[str, int]:
+        """For warm Python the scan sent to the lean or bare parent (``kind``): where it starts, and the
+        plan for its first lookup of a scientific package (`judge.sandbox.zygote.upgrade`): ``OFFER`` the
+        scientific parent when it is ready; else ``OBSERVE``; a program whose shape needed it lately
+        starts there instead (`judge.sandbox.server.shapes`)."""
+        if not self.scientific_names:
+            return kind, 0
+        if not self.lineage(SCIENTIFIC).ready():
+            return kind, OBSERVE
+        if self.shapes.guess_scientific(source):
+            return SCIENTIFIC, 0
+        return kind, OFFER
 
     def _when_ready(self, kind: str) -> tuple[str, bool]:
         """``kind`` if its zygote can fork now; else the lean parent, while ``kind``'s starts in the background."""

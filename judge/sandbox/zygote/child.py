@@ -54,6 +54,7 @@ class ChildPrep:
         server_pid: int = 0,
         scientific: list[str] | None = None,
         kind: str = 'lean',
+        watch: list[str] | None = None,
     ) -> None:
         self.uid = uid
         self.gid = gid
@@ -73,6 +74,9 @@ class ChildPrep:
         """Modules the *scientific* warm parent imports on top of `preload` before its warm-up."""
         self.kind = kind
         """The kind of warm parent this prep starts (`judge.sandbox.server.parents`): ``lean`` or ``scientific``."""
+        self.watch: list[str] = watch or []
+        """Top-level packages whose first lookup in a lean or bare child may move the program to the scientific
+        parent (`judge.sandbox.zygote.upgrade`); empty when the slot has none."""
         self.cgroup_fds: list[int] = []
         """``cgroup_procs`` opened for writing by `confine_forker`, inherited by every child."""
 
@@ -92,6 +96,7 @@ class ChildPrep:
                 'server_pid': self.server_pid,
                 'scientific': self.scientific,
                 'kind': kind,
+                'watch': self.watch,
             }
         )
 
@@ -111,6 +116,7 @@ class ChildPrep:
             server_pid=got['server_pid'],
             scientific=got['scientific'],
             kind=got['kind'],
+            watch=got['watch'],
         )
 
 
@@ -229,7 +235,9 @@ def run_spare(prep: ChildPrep, fds: ChildFds, workdir: str) -> NoReturn:
             os.execve(argv[0], argv, {**prep.env, 'HOME': workdir, 'TMPDIR': workdir})
         filename = str(plan.get('python_filename') or 'source.py')
         done_path = plan.get('done_path')
+        upgrade = int(plan.get('upgrade') or 0)
+        prefix = plan.get('prefix')
     except BaseException as exc:  # everything before user code is infrastructure
         _fail(fds.status, exc)
     os.close(fds.status)
-    run_python(source, filename, workdir, done_path)
+    run_python(source, filename, workdir, done_path, upgrade, prefix)

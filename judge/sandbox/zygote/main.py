@@ -43,7 +43,7 @@ import sys
 from judge.sandbox.kernel import namespaces
 from judge.sandbox.zygote.child import ChildFds, ChildPrep, confine_forker, run_spare
 from judge.sandbox.zygote.recursion import stack_depth
-from judge.sandbox.zygote.warm import prepare_interpreter
+from judge.sandbox.zygote.warm import prepare_interpreter, watch_scientific
 
 TYPE_CHECKING = False
 if TYPE_CHECKING:  # a warm parent: only the small modules `judge.sandbox.fdio` lists
@@ -85,6 +85,8 @@ def _become_zygote(prep_message: bytes) -> ChildPrep:
     # the bare parent preloads nothing: the programs it serves import nothing
     preload = [] if prep.kind == 'bare' else prep.preload + (prep.scientific if scientific else [])
     prepare_interpreter(prep.env, preload, frames_below=stack_depth() + 1, warm_up=scientific)
+    if not scientific:
+        watch_scientific(prep.watch)
     _forget_the_judge()
     os.close(PACKAGE_FD)
     sys.orig_argv[:] = [sys.executable]

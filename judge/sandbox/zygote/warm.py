@@ -33,14 +33,23 @@ import types
 # `importlib.machinery.SourceFileLoader` itself, without importing `importlib` (see `judge.sandbox.fdio`)
 from _frozen_importlib_external import SourceFileLoader
 
+from judge.sandbox.zygote import upgrade as _upgrade
 from judge.sandbox.zygote.recursion import hide_frames
+from judge.sandbox.zygote.split import split_program
 
 TYPE_CHECKING = False
 if TYPE_CHECKING:
     from typing import Any, NoReturn
 
 DONE_RECORD = struct.Struct('>idq')
-"""Exit status, CPU seconds (the process and its waited-for children) and peak RSS in KB."""
+"""Exit status, CPU seconds (the process and its waited-for children) and peak RSS in KB; the status
+`judge.sandbox.zygote.upgrade.UPGRADE_STATUS` asks for the scientific parent instead."""
+
+
+def watch_scientific(names: list[str]) -> None:
+    """In a lean or bare warm parent: let its children ask for the scientific one (`judge.sandbox.zygote.upgrade`)."""
+    if names:
+        _upgrade.install(frozenset(names), DONE_RECORD.pack(_upgrade.UPGRADE_STATUS, 0.0, 0))
 
 
 def _raw(fd: int, mode: str, name: str) -> io.FileIO:
@@ -224,15 +233,28 @@ def _reseed() -> None:
             pass
 
 
-def run_python(source: str | None, filename: str, workdir: str, done_path: str | None = None) -> NoReturn:
+def run_python(
+    source: str | None,
+    filename: str,
+    workdir: str,
+    done_path: str | None = None,
+    upgrade: int = 0,
+    prefix: tuple[int, bytes] | None = None,
+) -> NoReturn:
     """Execute ``source`` as the ``__main__`` module and exit with Python's exit status.
 
     Expects `prepare_interpreter` to have run in an ancestor (the streams are its) and the
     current directory to be ``workdir``.  With ``done_path``, the end is reported there first, by
     this process only: a child the program forks that ends the same way (``sys.exit``, falling off
-    the end of the script) only ends itself, as under ``python3 file.py``.
+    the end of the script) only ends itself, as under ``python3 file.py``.  ``upgrade`` is the
+    server's plan for a program's first lookup of a scientific package (`judge.sandbox.zygote.upgrade`):
+    0 nothing, ``OBSERVE`` note it in the done record, ``OFFER`` end this attempt with a request to
+    run the program in the scientific parent.  ``prefix``: the compiled statements the source starts
+    with (`judge.sandbox.zygote.split`).
     """
     main_pid = os.getpid()
+    if upgrade:
+        _upgrade.arm(done_path, upgrade)
     os.environ['HOME'] = os.environ['TMPDIR'] = workdir
     sys.argv = [filename]
     sys.orig_argv = [sys.executable, '-I', filename]  # the fresh mode's command line
@@ -248,8 +270,11 @@ def run_python(source: str | None, filename: str, workdir: str, done_path: str |
     interrupted = False
     try:
         # dont_inherit: this module's `from __future__` imports must not reach the program's code.
-        code = compile(source or '', main.__file__, 'exec', dont_inherit=True)
-        exec(code, main.__dict__)
+        codes = split_program(source or '', main.__file__, prefix)
+        if codes is None:
+            codes = (compile(source or '', main.__file__, 'exec', dont_inherit=True),)
+        for code in codes:
+            exec(code, main.__dict__)
     except SystemExit as exc:
         status = _exit_code(exc)
     except BaseException:
@@ -272,5 +297,5 @@ def run_python(source: str | None, filename: str, workdir: str, done_path: str |
         _signal.signal(_signal.SIGINT, _signal.SIG_DFL)
         os.kill(os.getpid(), _signal.SIGINT)
     if done_path is not None and os.getpid() == main_pid:
-        _report_done(done_path, status)
+        _report_done(done_path, status | _upgrade.flags())
     os._exit(status)

@@ -114,6 +114,8 @@ WARM_PARENT_MODULES = {
     'judge.sandbox.fdio',
     'judge.sandbox.kernel.libc',
     'judge.sandbox.zygote.recursion',
+    'judge.sandbox.zygote.upgrade',
+    'judge.sandbox.zygote.split',
 }
 """What forks and prepares a child (see docs/attacks.md); never the server, the jail or anything of the worker."""
 

@@ -19,6 +19,7 @@ from tests.sandbox.fidelity.corpus import (
     sympy_state,
     threads,
     warnings_,
+    wrapped,
 )
 from tests.sandbox.fidelity.corpus.base import Program
 
@@ -26,6 +27,18 @@ __all__ = ['CORPUS', 'Program']
 
 CORPUS: dict[str, Program] = {
     p.name: p
-    for module in (randomness, warnings_, printing, threads, errors, sympy_state, contexts, process, compute, numeric)
+    for module in (
+        randomness,
+        warnings_,
+        printing,
+        threads,
+        errors,
+        sympy_state,
+        contexts,
+        process,
+        compute,
+        numeric,
+        wrapped,
+    )
     for p in module.PROGRAMS
 }
