@@ -1,4 +1,4 @@
-"""Scale-out benchmark (issue 20, item 6): one part against two, in one run, with the capacity model beside it.
+"""Scale-out benchmark: one part against two, in one run, with the capacity model beside it.
 
 Configurations, each a private stack (Redis shard(s), ``deploy/worker.sh``, ``judge-gateway``) on
 ports from ``--port``, driven with `toolkit.bench rstar` (trivial submissions, rStar2-Agent's shape):

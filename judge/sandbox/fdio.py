@@ -5,8 +5,8 @@ from; everything they import stays in its memory, which every ``fork`` copies th
 and every exiting child tears down.  So these modules import only the standard library's small
 C-backed modules (`os`, `resource`, ``_socket``, ``_signal``, `select`, `struct`, `marshal`,
 `ctypes`), never `typing`, `re`, `json`, `enum`, `collections` or `socket`/`signal` (which pull in
-`enum` and `selectors`); ``tests/test_sandbox_parents.py`` checks it.  Type names come from
-``if TYPE_CHECKING:`` blocks.
+`enum` and `selectors`); ``tests/unit/test_layering.py`` and ``tests/sandbox/test_parents.py``
+check it.  Type names come from ``if TYPE_CHECKING:`` blocks.
 """
 
 from __future__ import annotations

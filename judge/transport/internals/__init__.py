@@ -4,7 +4,7 @@ These are the only places where the judge reaches past a library's public API, e
 the public API cannot give (``JUDGE_TRANSPORT=stock`` runs without any of them).  Each entry says
 where it is used and how it is called; `verify` checks that the installed libraries still have it
 with a compatible signature, and raises `judge.errors.InternalsChanged` naming what changed (the
-fast path runs it at start-up, and ``tests/test_transport_contract.py`` runs it and checks each
+fast path runs it at start-up, and ``tests/integration/transport/test_internals.py`` runs it and checks each
 internal's behaviour against the library's own code on a real Redis).  After upgrading Celery,
 kombu or redis-py, run those tests (docs/upgrading.md).
 """

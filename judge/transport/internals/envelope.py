@@ -3,7 +3,7 @@
 INTERNAL (see `judge.transport.internals`): the message body and headers come from Celery's
 ``app.amqp.as_task_v2`` (protocol 2), and the wrapping reproduces what kombu's Redis transport
 stores (JSON body in base64, ``delivery_info``, ``delivery_tag``, the per-priority list of
-`judge.transport.keys.KeySpace.queue_list`).  ``tests/test_transport_contract.py`` checks the result
+`judge.transport.keys.KeySpace.queue_list`).  ``tests/integration/transport/test_internals.py`` checks the result
 field by field against a message that Celery and kombu wrote themselves.
 
 Celery's own publish path (``send_task`` → kombu ``Producer.publish``) is synchronous and does much

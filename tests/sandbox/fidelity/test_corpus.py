@@ -90,6 +90,13 @@ _MEANT_TO_FAIL = frozenset(
         'warnings.numpy_seterr_raise',
         'warnings.showwarning_replaced',
         'process.stdin_input_lines',
+        'wrapped.rstar_error_line',
+        'wrapped.rstar_error_in_tail',
+        'wrapped.rstar_syntax_error',
+        'wrapped.rstar_sys_exit',
+        'wrapped.rstar_output_lost_on_error',
+        'wrapped.rstar_traceback_from_library',
+        'wrapped.toolkit_history_error',
     }
 )
 
