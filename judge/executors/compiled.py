@@ -26,7 +26,7 @@ import time
 from typing import Any, ClassVar
 
 from judge.executors import cache
-from judge.executors.base import Compiled, Executor
+from judge.executors.base import NO_EXTRAS, Compiled, Executor, RunExtras
 from judge.sandbox.client import ExecRequest, ExecResult, SandboxError
 from judge.sandbox.limits import Limits
 
@@ -156,14 +156,20 @@ class CompiledExecutor(Executor):
             logger.exception('compile cache eviction failed')
 
     def run(
-        self, source: str, compiled: Compiled | None, stdin: bytes, limits: Limits, seed: int | None = None
+        self,
+        source: str,
+        compiled: Compiled | None,
+        stdin: bytes,
+        limits: Limits,
+        seed: int | None = None,
+        extras: RunExtras = NO_EXTRAS,
     ) -> ExecResult:
         """Run the compiled artifact once with ``stdin`` under ``limits`` (``compiled``: `compile`'s success)."""
         assert compiled is not None and compiled.artifact is not None
         argv = self.argv(self.run_argv, self.run_env, self.fields(source, limits.memory_mb))
-        return self.execute(
-            ExecRequest(limits=limits, argv=argv, imports={self.artifact_name: compiled.artifact}, stdin=stdin)
-        )
+        request = extras.request(limits, argv, {}, stdin)
+        request.imports = {self.artifact_name: compiled.artifact}
+        return self.execute(request)
 
 
 def _cached(artifact: str) -> Compiled | None:

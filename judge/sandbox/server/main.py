@@ -31,7 +31,7 @@ from judge.sandbox.protocol import recv_message, send_message
 from judge.sandbox.server.execute import ExecOutcome, execute
 from judge.sandbox.server.lifecycle import SlotLife
 from judge.sandbox.server.memory import slot_memory
-from judge.sandbox.server.workdir import export_files, make_done_fifo, write_files
+from judge.sandbox.server.workdir import export_files, fetch_files, make_done_fifo, write_files
 
 logger = get_logger('judge.sandbox.server.main')
 
@@ -78,6 +78,7 @@ class SlotServer(SlotLife):
             self.jail.limits_hit(outcome)
             if outcome.exit_code == 0 and not outcome.timed_out:
                 export_files(workdir, header.get('exports') or {})
+            fetched = fetch_files(workdir, list(header.get('fetch') or []), limits.output_bytes)
         finally:
             if not started:
                 self._discard(spare)
@@ -86,7 +87,8 @@ class SlotServer(SlotLife):
                 self.jail.forget_counts()
                 self._kill_all(0)
                 self.finish()
-        return _reply(outcome) | {'parent': used}, (bytes(outcome.stdout), bytes(outcome.stderr))
+        reply = _reply(outcome) | {'parent': used, 'fetched': list(fetched)}
+        return reply, (bytes(outcome.stdout), bytes(outcome.stderr), *fetched.values())
 
     def _wait_for_request(self, rfd: int) -> bool:
         """Wait for the next request, renewing warm parents meanwhile; True when one is waiting."""
