@@ -13,6 +13,7 @@ from fastapi.exceptions import RequestValidationError
 from api import access, judge_tests, metrics, routes
 from api.backpressure import BodyLimit, InFlight
 from api.deps import Gateway
+from api.doors import sandboxfusion
 from api.errors import validation_error
 from api.table import submit_paths, submit_routes
 from judge import procname
@@ -68,4 +69,5 @@ app.add_middleware(
 )
 app.include_router(routes.build_router(table))
 app.include_router(judge_tests.build_router(table))
+app.include_router(sandboxfusion.build_router(table))
 app.include_router(metrics.router)

@@ -1,8 +1,9 @@
 """The one way a route submits work: admission, dispatch, metrics and the access log.
 
-Every submitting route (`/run*`, `/judge*`, `/judge/tests*`) calls `submit`, so each gets the same
-back-pressure (413/429 before anything is enqueued), trace id (``X-Request-ID``), Prometheus
-metrics and access-log line.
+Every submitting route (`/run*`, `/judge*`, `/judge/tests*`, and the compatible doors' routes,
+`api.doors`) calls `submit`, so each gets the same back-pressure (413/429 before anything is
+enqueued), trace id (``X-Request-ID``), Prometheus metrics (with the door's name for a door) and
+access-log line.
 """
 
 from __future__ import annotations
@@ -32,8 +33,10 @@ async def submit(
     payloads: list[RunPayload],
     lane: Lane,
     batch_id: str,
+    door: str = '',
 ) -> list[ResultDict]:
-    """Run ``payloads`` on ``lane``, within its deadline; results in order."""
+    """Run ``payloads`` on ``lane``, within its deadline; results in order (``door``: the compatible
+    API the request came through, for the metrics)."""
     in_flight: InFlight = request.app.state.in_flight
     n = len(payloads)
     await in_flight.acquire(n)  # 413/429 before anything is enqueued
@@ -46,6 +49,6 @@ async def submit(
         in_flight.release(n)
     elapsed = time.perf_counter() - started
     path = request.scope['path']
-    metrics.record(path, payloads, results, elapsed)
+    metrics.record(path, payloads, results, elapsed, door)
     log_request(path, label, payloads, results, elapsed)
     return results
