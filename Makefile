@@ -70,7 +70,8 @@ FRAMEWORK_ENV = HOME=$(CURDIR)/.run/framework-home PYTHONPATH=$(CURDIR) JUDGE_SE
 FRAMEWORK_PYTEST = -m pytest -p no:cacheprovider -q
 
 # verl: 0.9.1 (newest) and 0.5.0 (oldest supported: str-returning tool API) through their real
-# initialize_tools_from_config; 0.9.1 also through its real ToolAgentLoop.
+# initialize_tools_from_config; 0.9.1 also through its real ToolAgentLoop; both versions' SandboxFusion
+# reward (and 0.5.0's SandboxFusionTool) against the SandboxFusion door.
 VERL_VERSIONS ?= 0.9.1 0.5.0
 test-verl: install
 	@scripts/system-deps.sh --test
@@ -78,7 +79,7 @@ test-verl: install
 	@set -e; for v in $(VERL_VERSIONS); do \
 		scripts/framework-venv.sh .venv-verl-$$v tests/frameworks/requirements/verl-$$v.txt $(BASE_PYTHON); \
 		$(FRAMEWORK_ENV) VERL_EXPECT=$$v .venv-verl-$$v/bin/python $(FRAMEWORK_PYTEST) \
-			tests/frameworks/test_verl.py tests/test_toolkit_unit.py; \
+			tests/frameworks/test_verl.py tests/frameworks/test_verl_sandboxfusion.py tests/test_toolkit_unit.py; \
 	done
 
 # RLinf 0.3.0 on a private local CPU-only Ray: its Cluster, worker groups and Channels.
