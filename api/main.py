@@ -13,7 +13,8 @@ from fastapi.exceptions import RequestValidationError
 from api import access, judge_tests, metrics, routes
 from api.backpressure import BodyLimit, InFlight
 from api.deps import Gateway
-from api.doors import sandboxfusion
+from api.doors import piston, sandboxfusion
+from api.doors.piston_common import validation_answer
 from api.errors import validation_error
 from api.table import submit_paths, submit_routes
 from judge import procname
@@ -60,6 +61,7 @@ table = submit_routes(Lanes.from_settings(_settings))
 
 app = FastAPI(title='code judge', version=VERSION, lifespan=lifespan)
 app.state.in_flight = in_flight
+app.state.door_errors = {piston.PREFIX: validation_answer}
 app.add_exception_handler(RequestValidationError, validation_error)
 app.add_middleware(
     BodyLimit,
@@ -70,4 +72,5 @@ app.add_middleware(
 app.include_router(routes.build_router(table))
 app.include_router(judge_tests.build_router(table))
 app.include_router(sandboxfusion.build_router(table))
+app.include_router(piston.build_router(table))
 app.include_router(metrics.router)

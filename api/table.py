@@ -21,6 +21,7 @@ from typing import Any
 
 from fastapi import APIRouter, Response
 
+from api.doors.piston_models import ExecuteResponse
 from api.doors.sandboxfusion_models import RunCodeResponse, RunJupyterResponse
 from judge.contracts import (
     BatchJudgeResult,
@@ -54,6 +55,8 @@ class Shape(enum.Enum):
     """SandboxFusion's ``RunCodeRequest``; its ``RunCodeResponse``."""
     SF_RUN_JUPYTER = RunJupyterResponse
     """SandboxFusion's ``RunJupyterRequest``; its ``RunJupyterResponse``."""
+    PISTON_EXECUTE = ExecuteResponse
+    """Piston's execute request; its stages."""
 
 
 @dataclass(frozen=True)
@@ -133,6 +136,13 @@ def door_routes(lanes: Lanes) -> tuple[SubmitRoute, ...]:
             Shape.SF_RUN_JUPYTER,
             "SandboxFusion's `/run_jupyter`: run Python cells in order in one interpreter.",
             'sandboxfusion',
+        ),
+        SubmitRoute(
+            '/api/v2/execute',
+            lanes.single,
+            Shape.PISTON_EXECUTE,
+            "Piston v2's `/execute`: compile and run one job (docs/doors/piston.md).",
+            'piston',
         ),
     )
 

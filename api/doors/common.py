@@ -67,3 +67,8 @@ def infra(result: ResultDict) -> bool:
 def fetched(result: ResultDict) -> dict[str, str]:
     """The files a submission fetched (`judge.contracts.RunPayload.fetch`), path -> base64."""
     return dict(cast(FullResultDict, result).get('files') or {})
+
+
+def usage(result: ResultDict) -> dict[str, Any]:
+    """What the run used (`judge.contracts.UsageDict`), empty when it did not run."""
+    return dict(cast(FullResultDict, result).get('usage') or {})
