@@ -13,7 +13,8 @@ from fastapi.exceptions import RequestValidationError
 from api import access, judge_tests, metrics, routes
 from api.backpressure import BodyLimit, InFlight
 from api.deps import Gateway
-from api.doors import piston, sandboxfusion
+from api.doors import judge0, piston, sandboxfusion
+from api.doors.judge0_models import validation_answer as judge0_errors
 from api.doors.piston_common import validation_answer
 from api.errors import validation_error
 from api.table import submit_paths, submit_routes
@@ -61,7 +62,7 @@ table = submit_routes(Lanes.from_settings(_settings))
 
 app = FastAPI(title='code judge', version=VERSION, lifespan=lifespan)
 app.state.in_flight = in_flight
-app.state.door_errors = {piston.PREFIX: validation_answer}
+app.state.door_errors = {piston.PREFIX: validation_answer, '/submissions': judge0_errors}
 app.add_exception_handler(RequestValidationError, validation_error)
 app.add_middleware(
     BodyLimit,
@@ -73,4 +74,5 @@ app.include_router(routes.build_router(table))
 app.include_router(judge_tests.build_router(table))
 app.include_router(sandboxfusion.build_router(table))
 app.include_router(piston.build_router(table))
+app.include_router(judge0.build_router(table))
 app.include_router(metrics.router)

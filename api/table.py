@@ -21,6 +21,7 @@ from typing import Any
 
 from fastapi import APIRouter, Response
 
+from api.doors.judge0_models import BatchAnswer, SubmissionAnswer
 from api.doors.piston_models import ExecuteResponse
 from api.doors.sandboxfusion_models import RunCodeResponse, RunJupyterResponse
 from judge.contracts import (
@@ -57,6 +58,10 @@ class Shape(enum.Enum):
     """SandboxFusion's ``RunJupyterRequest``; its ``RunJupyterResponse``."""
     PISTON_EXECUTE = ExecuteResponse
     """Piston's execute request; its stages."""
+    JUDGE0_SUBMISSION = SubmissionAnswer
+    """Judge0's submission; its fields (``wait=true``) or its token."""
+    JUDGE0_BATCH = BatchAnswer
+    """Judge0's batch of submissions; a token (or the errors) for each."""
 
 
 @dataclass(frozen=True)
@@ -143,6 +148,20 @@ def door_routes(lanes: Lanes) -> tuple[SubmitRoute, ...]:
             Shape.PISTON_EXECUTE,
             "Piston v2's `/execute`: compile and run one job (docs/doors/piston.md).",
             'piston',
+        ),
+        SubmitRoute(
+            '/submissions',
+            lanes.single,
+            Shape.JUDGE0_SUBMISSION,
+            "Judge0 CE's `/submissions`: one submission, `wait=true` or fetched by token (docs/doors/judge0.md).",
+            'judge0',
+        ),
+        SubmitRoute(
+            '/submissions/batch',
+            lanes.tests,
+            Shape.JUDGE0_BATCH,
+            "Judge0 CE's `/submissions/batch`: many submissions, fetched by token.",
+            'judge0',
         ),
     )
 

@@ -10,13 +10,15 @@ retries; Piston and Judge0: their error bodies).
 
 from __future__ import annotations
 
-import json
+import re
+import time
 from dataclasses import dataclass, field
 from typing import Any, cast
 
-from fastapi import HTTPException, Request, Response
+from fastapi import HTTPException, Request
 
 from api.deps import Gateway
+from api.doors.answer import json_answer as json_answer
 from api.submit import submit
 from api.table import SubmitRoute
 from judge.contracts import FullResultDict, ResultDict, RunPayload, Verdict, new_id
@@ -48,12 +50,6 @@ async def run(
         return Refused(exc.status_code, exc.detail, dict(exc.headers or {}))
 
 
-def json_answer(data: Any, status: int = 200, headers: dict[str, str] | None = None) -> Response:
-    """A JSON answer of a door (its own shape, not re-validated)."""
-    body = json.dumps(data, separators=(',', ':'), ensure_ascii=False)
-    return Response(body, status_code=status, media_type='application/json', headers=headers)
-
-
 def verdict_of(result: ResultDict) -> Verdict:
     """A result's verdict (`internal_error` when it has none)."""
     return Verdict(result.get('verdict') or Verdict.INTERNAL_ERROR.value)
@@ -72,3 +68,48 @@ def fetched(result: ResultDict) -> dict[str, str]:
 def usage(result: ResultDict) -> dict[str, Any]:
     """What the run used (`judge.contracts.UsageDict`), empty when it did not run."""
     return dict(cast(FullResultDict, result).get('usage') or {})
+
+
+Version = tuple[int, int, int]
+
+
+def parse_version(text: str) -> Version:
+    """The first ``X.Y.Z`` (or ``X.Y``) in ``text``, e.g. of ``g++ (Debian 12.2.0-14) 12.2.0``; 0.0.0 if none."""
+    found = re.search(r'(\d+)\.(\d+)(?:\.(\d+))?', text)
+    if not found:
+        return (0, 0, 0)
+    return (int(found.group(1)), int(found.group(2)), int(found.group(3) or 0))
+
+
+class Toolchains:
+    """The judge's toolchain versions by language, as the workers publish them (read at most every `refresh_s`)."""
+
+    def __init__(self, refresh_s: float = 30.0) -> None:
+        self.refresh_s = refresh_s
+        self._versions: dict[str, Version] = {}
+        self._read_at = -refresh_s
+
+    async def refresh(self, gateway: Gateway) -> None:
+        """Read the versions the workers published, unless read recently."""
+        if time.monotonic() - self._read_at < self.refresh_s:
+            return
+        self._read_at = time.monotonic()
+        versions: dict[str, Version] = {}
+        for link in gateway.router.links:
+            try:
+                nodes = await link.shard.node_infos()
+            except Exception:  # no broker: keep what is known
+                continue
+            for info in nodes.values():
+                for language, text in dict(info.get('toolchains') or {}).items():
+                    versions.setdefault(language, parse_version(str(text)))
+        if versions:
+            self._versions = versions
+
+    def version(self, language: str) -> Version:
+        """``language``'s version (0.0.0 before any worker reported)."""
+        return self._versions.get(language, (0, 0, 0))
+
+
+toolchains = Toolchains()
+"""The gateway process's view of the toolchains (one per process)."""

@@ -24,7 +24,7 @@ from fastapi import APIRouter, Request, Response
 
 from api.deps import GatewayDep
 from api.doors import piston_codeforces
-from api.doors.common import Refused, json_answer, run, verdict_of
+from api.doors.common import Refused, json_answer, run, toolchains, verdict_of
 from api.doors.piston_common import BadRequest, bad_request, compile_stage, job_files, limits, run_stage, unanswered
 from api.doors.piston_models import ExecuteRequest, PackageRequest
 from api.doors.piston_runtimes import PACKAGES, PLAIN, Runtime, Runtimes
@@ -69,7 +69,7 @@ def answer(runtime: Runtime, version: str, result: ResultDict) -> dict[str, Any]
 
 def _execute(route: SubmitRoute) -> Endpoint:
     async def endpoint(body: ExecuteRequest, gateway: GatewayDep, request: Request) -> Response:
-        await runtimes.refresh(gateway)
+        await toolchains.refresh(gateway)
         try:
             runtime = runtimes.resolve(body.language, body.version)
         except ValueError as exc:
@@ -96,13 +96,13 @@ def _execute(route: SubmitRoute) -> Endpoint:
 
 async def list_runtimes(gateway: GatewayDep) -> Response:
     """Piston's ``GET /api/v2/runtimes``: every language, its version and aliases."""
-    await runtimes.refresh(gateway)
+    await toolchains.refresh(gateway)
     return json_answer(runtimes.listing())
 
 
 async def list_packages(gateway: GatewayDep) -> Response:
     """Piston's ``GET /api/v2/packages``: everything is built in, so everything is installed."""
-    await runtimes.refresh(gateway)
+    await toolchains.refresh(gateway)
     plain = [
         {'language': rt.runtime or rt.language, 'language_version': show(runtimes.version(rt)), 'installed': True}
         for rt in PLAIN
@@ -114,7 +114,7 @@ async def list_packages(gateway: GatewayDep) -> Response:
 
 async def install_package(body: PackageRequest, gateway: GatewayDep) -> Response:
     """Piston's ``POST /api/v2/packages``: a built-in package is already there (open-r1's set-up installs one)."""
-    await runtimes.refresh(gateway)
+    await toolchains.refresh(gateway)
     for name, version in PACKAGES.items():
         if body.language == name and body.version in (show(version), '*'):
             return json_answer({'language': name, 'version': show(version)})

@@ -2,21 +2,19 @@
 runs on, and its version; resolution of a request's ``language`` and ``version`` as Piston does it
 (the runtimes whose name or alias matches and whose version satisfies the selector; the newest wins).
 
-The plain languages report the judge's toolchain versions (from the workers' node information, read
-at most every `REFRESH_S`).  The Codeforces package (version 1.0.0, open-r1's ``codeforces``) adds
-the Codeforces language names (`api.doors.piston_codeforces`).
+The plain languages report the judge's toolchain versions (`api.doors.common.toolchains`).  The
+Codeforces package (version 1.0.0, open-r1's ``codeforces``) adds the Codeforces language names
+(`api.doors.piston_codeforces`).
 """
 
 from __future__ import annotations
 
-import time
 from dataclasses import dataclass
 from typing import Any
 
-from api.deps import Gateway
 from api.doors import semver
+from api.doors.common import Version, toolchains
 
-REFRESH_S = 30.0
 CODEFORCES = 'codeforces'
 PACKAGE_VERSION = (1, 0, 0)
 
@@ -35,7 +33,7 @@ class Runtime:
     """A door package (`CODEFORCES`) whose behaviour the run follows, or '' for a plain run."""
     compiled: bool = False
 
-    def listing(self, version: semver.Version) -> dict[str, Any]:
+    def listing(self, version: Version) -> dict[str, Any]:
         """Its entry in ``GET /api/v2/runtimes``."""
         entry: dict[str, Any] = {
             'language': self.language,
@@ -75,34 +73,13 @@ PACKAGES = {CODEFORCES: PACKAGE_VERSION}
 
 
 class Runtimes:
-    """The door's runtimes with their versions (plain ones from the workers, read at most every `REFRESH_S`)."""
+    """The door's runtimes with their versions (plain ones the judge's toolchains', `api.doors.common.toolchains`)."""
 
-    def __init__(self) -> None:
-        self._versions: dict[str, semver.Version] = {}
-        self._read_at = -REFRESH_S
-
-    async def refresh(self, gateway: Gateway) -> None:
-        """Read the toolchain versions the workers publish, unless read recently."""
-        if time.monotonic() - self._read_at < REFRESH_S:
-            return
-        self._read_at = time.monotonic()
-        versions: dict[str, semver.Version] = {}
-        for link in gateway.router.links:
-            try:
-                nodes = await link.shard.node_infos()
-            except Exception:  # no broker: keep what is known
-                continue
-            for info in nodes.values():
-                for language, text in dict(info.get('toolchains') or {}).items():
-                    versions.setdefault(language, semver.parse(str(text)))
-        if versions:
-            self._versions = versions
-
-    def version(self, runtime: Runtime) -> semver.Version:
+    def version(self, runtime: Runtime) -> Version:
         """The runtime's version (a package's, or the judge's toolchain; 0.0.0 before any worker reported)."""
         if runtime.package:
             return PACKAGES[runtime.package]
-        return self._versions.get(runtime.judge, (0, 0, 0))
+        return toolchains.version(runtime.judge)
 
     def listing(self) -> list[dict[str, Any]]:
         """``GET /api/v2/runtimes``."""

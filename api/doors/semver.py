@@ -7,18 +7,10 @@ from __future__ import annotations
 
 import re
 
-Version = tuple[int, int, int]
+from api.doors.common import Version
 
 _PART = re.compile(r'^(<=|>=|<|>|=|\^|~)?v?(\*|x|X|\d+)(?:\.(\*|x|X|\d+))?(?:\.(\*|x|X|\d+))?$')
 _WILD = ('*', 'x', 'X', None)
-
-
-def parse(text: str) -> Version:
-    """The first ``X.Y.Z`` (or ``X.Y``) in ``text``, e.g. of ``g++ (Debian 12.2.0-14) 12.2.0``; ``0.0.0`` if none."""
-    found = re.search(r'(\d+)\.(\d+)(?:\.(\d+))?', text)
-    if not found:
-        return (0, 0, 0)
-    return (int(found.group(1)), int(found.group(2)), int(found.group(3) or 0))
 
 
 def show(version: Version) -> str:
