@@ -172,8 +172,12 @@ def submit_paths(table: Iterable[SubmitRoute]) -> frozenset[str]:
 
 
 def add_route(router: APIRouter, route: SubmitRoute, endpoint: Endpoint) -> None:
-    """Register ``endpoint`` as ``route``: POST on its path, its response model, name and summary."""
+    """Register ``endpoint`` as ``route``: POST on its path, its response model, name and summary.
+
+    A door's route also reads a JSON body sent without a ``Content-Type`` (pistonpy sends none; older
+    FastAPI, which SandboxFusion runs on, read such bodies too)."""
     response_model: Any = route.shape.value
+    extra: dict[str, Any] = {'strict_content_type': False} if route.door else {}
     router.add_api_route(
         route.path,
         endpoint,
@@ -181,4 +185,5 @@ def add_route(router: APIRouter, route: SubmitRoute, endpoint: Endpoint) -> None
         response_model=response_model,
         name=route.name,
         description=route.summary,
+        **extra,
     )

@@ -80,14 +80,14 @@ class ExecuteRequest(BaseModel):
                 raise ValueError('an argument may not contain NUL')
         return value
 
-    @field_validator('compile_timeout', 'run_timeout', 'compile_cpu_time', 'run_cpu_time', 'compile_memory_limit')
+    @field_validator('compile_timeout', 'run_timeout', 'compile_cpu_time', 'run_cpu_time')
     @classmethod
     def _non_negative(cls, value: float | None) -> float | None:
         if value is not None and value < 0:
             raise ValueError('must be non-negative')
         return value
 
-    @field_validator('run_memory_limit')
+    @field_validator('compile_memory_limit', 'run_memory_limit')
     @classmethod
     def _memory(cls, value: int | None) -> int | None:
         if value is not None and value < -1:
