@@ -23,11 +23,11 @@ from typing import Any
 from fastapi import APIRouter, Request, Response
 
 from api.deps import GatewayDep
-from api.doors import piston_codeforces
+from api.doors import piston_codeforces, piston_ioi
 from api.doors.common import Refused, json_answer, run, toolchains, verdict_of
 from api.doors.piston_common import BadRequest, bad_request, compile_stage, job_files, limits, run_stage, unanswered
 from api.doors.piston_models import ExecuteRequest, PackageRequest
-from api.doors.piston_runtimes import PACKAGES, PLAIN, Runtime, Runtimes
+from api.doors.piston_runtimes import CMS_IOI, PACKAGES, PLAIN, Runtime, Runtimes
 from api.doors.semver import show
 from api.table import Endpoint, Shape, SubmitRoute, add_route
 from judge import workfiles
@@ -78,6 +78,9 @@ def _execute(route: SubmitRoute) -> Endpoint:
             return bad_request(f'{body.language}-{body.version} runtime is unknown')
         version = show(runtimes.version(runtime))
         try:
+            if runtime.package == CMS_IOI:
+                ioi = piston_ioi.Job.of(body, runtime)
+                return await ioi.judge(gateway, request, route, version)
             if runtime.package:
                 job = piston_codeforces.Job.of(body, runtime)
                 return await job.judge(gateway, request, route, version)

@@ -16,6 +16,7 @@ from api.doors import semver
 from api.doors.common import Version, toolchains
 
 CODEFORCES = 'codeforces'
+CMS_IOI = 'cms_ioi'
 PACKAGE_VERSION = (1, 0, 0)
 
 
@@ -67,9 +68,11 @@ PACKAGED = (
     *(Runtime(name, aliases, 'cpp', CODEFORCES, CODEFORCES, True) for name, aliases in _CF_CPP.items()),
     Runtime('python3', ('Python 3', 'cf_python3'), 'python', CODEFORCES, CODEFORCES, True),
     Runtime('java', ('Java 17', 'cf_java'), 'java', CODEFORCES, CODEFORCES, True),
+    Runtime('cms', ('cms_ioi',), 'cpp', CMS_IOI, CMS_IOI, True),
 )
-"""open-r1's Codeforces package: every C++ dialect compiles as the judge's C++ (gnu++17); no Kotlin."""
-PACKAGES = {CODEFORCES: PACKAGE_VERSION}
+"""open-r1's Codeforces package (every C++ dialect compiles as the judge's C++, gnu++17; no Kotlin) and
+its IOI package (``cms_ioi``, `api.doors.piston_ioi`)."""
+PACKAGES = {CODEFORCES: PACKAGE_VERSION, CMS_IOI: PACKAGE_VERSION}
 
 
 class Runtimes:

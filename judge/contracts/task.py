@@ -63,6 +63,9 @@ class RunPayload(TypedDict):
     """Relative paths read back from the work dir after the run (the result's `files`)."""
     args: NotRequired[list[str]]
     """The program's command-line arguments."""
+    compile_files: NotRequired[dict[str, str]]
+    """Compiled languages: files beside the source when it compiles (headers; C and C++ sources among
+    them are compiled with it), relative path -> base64; part of the compile cache's key."""
     full: NotRequired[bool]
     """Answer with the streams whole (up to the node's output limit, without upstream's timeout marker)
     and with `usage`."""

@@ -141,7 +141,7 @@ class Executor:
 
     # ---- compile and run ---------------------------------------------------------------------
 
-    def compile(self, source: str) -> Compiled | None:
+    def compile(self, source: str, files: dict[str, str] | None = None) -> Compiled | None:
         """Nothing to compile: `None` (`judge.executors.compiled.CompiledExecutor` compiles)."""
         return None
 

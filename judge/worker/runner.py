@@ -84,7 +84,7 @@ class Runner:
             checker = get_checker(sub.get('checker') or 'strip')
         executor = self.executor(language)
         full = bool(sub.get('full'))
-        compiled = executor.compile(source)
+        compiled = executor.compile(source, _texts(sub.get('compile_files')))
         if compiled is not None and not compiled.ok:
             return self._compile_error(sub, compiled, executor, full)
         stdin = (sub.get('input') or '').encode('utf-8', 'surrogateescape')
@@ -174,11 +174,17 @@ class Runner:
         return door
 
 
+def _texts(files: dict[str, str] | None) -> dict[str, str] | None:
+    """Base64 files as the sandbox takes them (bytes as ``surrogateescape`` text)."""
+    if not files:
+        return None
+    return {path: base64.b64decode(data).decode('utf-8', 'surrogateescape') for path, data in files.items()}
+
+
 def run_extras(sub: RunPayload) -> RunExtras:
     """The files, files to read back and arguments a submission adds to its run (base64 files decoded)."""
-    files = sub.get('files') or {}
     return RunExtras(
-        files={path: base64.b64decode(data).decode('utf-8', 'surrogateescape') for path, data in files.items()},
+        files=_texts(sub.get('files')) or {},
         fetch=tuple(sub.get('fetch') or ()),
         args=tuple(sub.get('args') or ()),
     )

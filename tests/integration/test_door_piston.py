@@ -5,6 +5,7 @@
 
 from __future__ import annotations
 
+import json
 import time
 from typing import Any
 
@@ -194,3 +195,87 @@ def test_codeforces_file_input_mode(gateway_url: str) -> None:
     cheat = 'import os\nprint(os.path.exists("correct_output.txt"))'
     answer = execute(gateway_url, cf_request(cheat, 'cf_python3', '', 'True'))
     assert not cf_passed(answer), 'the expected output is not in the program directory'
+
+
+# --- open-r1's IOI requests (cms_ioi) ----------------------------------------------------------------
+
+IOI_HEADER = '#include <vector>\nlong long total(std::vector<int> xs);\n'
+IOI_GRADER = (
+    '#include "sums.h"\n#include <cstdio>\n'
+    'int main(){int n;std::scanf("%d",&n);std::vector<int> v(n);for(int&x:v)std::scanf("%d",&x);\n'
+    '#ifdef EVAL\nstd::printf("%lld\\n", total(v));\n#endif\nreturn 0;}\n'
+)
+IOI_RIGHT = '#include "sums.h"\nlong long total(std::vector<int> xs){long long s=0;for(int x:xs)s+=x;return s;}\n'
+IOI_CHECKER = (
+    '#include <fstream>\n#include <iostream>\n'
+    'int main(int argc,char**argv){std::ifstream want(argv[2]),got(argv[3]);long long a=-1,b=-2;want>>a;got>>b;'
+    'if(a==b){std::cout<<"1\\n";std::cerr<<"translate:success\\n";}'
+    'else if(b==a-1){std::cout<<"0.5\\n";std::cerr<<"translate:partial\\n";}'
+    'else{std::cout<<"0\\n";std::cerr<<"translate:wrong\\n";}}\n'
+)
+
+
+def ioi_request(
+    submission: str, test_input: str, test_output: str | None, checker: bool = False, **config: Any
+) -> dict[str, Any]:
+    """``run_submission``'s data with ``send_execute``'s language and version, as open-r1 builds them."""
+    config = {'task_type': 'Batch', 'code': 'sums', 'time_limit': 1, 'memory_limit': 256 * 2**20} | config
+    grader_files = [
+        ('graders/grader.cpp', IOI_GRADER),
+        ('graders/sums.h', IOI_HEADER),
+        ('graders/grader_config.json', json.dumps(config)),
+        *([('checker/checker.cpp', IOI_CHECKER)] if checker else []),
+    ]
+    problem = {'id': 'sums', 'time_limit': config['time_limit'], 'memory_limit': config['memory_limit']}
+    return {
+        'files': [
+            {'name': f'graders/{problem["id"].lower()}.cpp', 'content': submission},
+            {'name': 'input.txt', 'content': test_input},
+            *([{'name': 'correct_output.txt', 'content': test_output}] if test_output else []),
+            *({'name': name, 'content': content} for name, content in grader_files if content),
+        ],
+        'run_timeout': round((problem['time_limit'] + 3) * 1000),
+        'run_memory_limit': problem['memory_limit'],
+        'language': 'cms_ioi',
+        'version': '*',
+    }
+
+
+def ioi_score(response: dict[str, Any]) -> tuple[str, str]:
+    """open-r1's ``execute_ioi``: (score, feedback)."""
+    if 'compile' in response and response['compile']['code'] != 0:
+        return '0', 'Compilation error exit code ' + str(response['compile']['code']) + '\n' + response['compile'][
+            'stderr'
+        ]
+    if response['run']['stdout']:
+        return response['run']['stdout'], response['run']['stderr']
+    if response['run']['signal'] == 'SIGKILL':
+        return '0', 'Time limit exceeded'
+    return '0', 'Unknown error'
+
+
+def test_ioi_batch_with_the_grader_and_a_checker(gateway_url: str) -> None:
+    right = execute(gateway_url, ioi_request(IOI_RIGHT, '3\n1 2 3\n', '6\n', checker=True))
+    assert right['language'] == 'cms' and right['version'] == '1.0.0'
+    assert ioi_score(right) == ('1\n', 'translate:success\n')
+    off = IOI_RIGHT.replace('return s;', 'return s-1;')
+    assert ioi_score(execute(gateway_url, ioi_request(off, '3\n1 2 3\n', '6\n', checker=True))) == (
+        '0.5\n',
+        'translate:partial\n',
+    )
+    diff = execute(gateway_url, ioi_request(IOI_RIGHT, '2\n5 5\n', '10\n'))
+    assert ioi_score(diff) == ('1\n', 'Output is correct (diff)\n')
+    raw = execute(gateway_url, ioi_request(IOI_RIGHT, '2\n5 5\n', None))
+    assert ioi_score(raw) == ('10\n', '')
+
+
+def test_ioi_failures_score_zero_with_the_packages_feedback(gateway_url: str) -> None:
+    score, feedback = ioi_score(execute(gateway_url, ioi_request('int total( {', '1\n1\n', '1\n')))
+    assert score == '0' and feedback.startswith('Compilation error exit code 1')
+    slow = IOI_RIGHT.replace('long long s=0;', 'long long s=0;while(xs.size())s++;')
+    assert ioi_score(execute(gateway_url, ioi_request(slow, '1\n1\n', '1\n'))) == ('0\n', 'Time limit exceeded (1s)\n')
+    crash = IOI_RIGHT.replace('long long s=0;', 'long long s=0;if(xs.size()==1)__builtin_trap();')
+    score, feedback = ioi_score(execute(gateway_url, ioi_request(crash, '1\n1\n', '1\n')))
+    assert score == '0\n' and feedback.startswith('Runtime error with exit code')
+    answer = execute(gateway_url, ioi_request(IOI_RIGHT, '1\n1\n', '1\n', task_type='Communication'), 400)
+    assert 'not supported' in answer['message']
