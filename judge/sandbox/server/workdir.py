@@ -39,7 +39,7 @@ def check_path(path: str) -> list[str]:
     """A relative path inside the work dir, as its components: never absolute, never ``.``, ``..`` or empty."""
     parts = path.split('/')
     if not path or path.startswith('/') or '\0' in path or any(p in ('', '.', '..') for p in parts):
-        raise ValueError(f'bad file path {path!r}')
+        raise ValueError(f'bad file name {path!r}')
     return parts
 
 
