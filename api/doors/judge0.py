@@ -13,6 +13,7 @@ deadline).  Every submission is kept in Redis under its token for ``JUDGE_DOOR_R
 
 from __future__ import annotations
 
+import logging
 import math
 import time
 import uuid
@@ -24,32 +25,28 @@ from pydantic import ValidationError
 
 from api.deps import Gateway, GatewayDep
 from api.doors.common import Refused, json_answer, run, toolchains
-from api.doors.judge0_models import LANGUAGES, STATUSES, VERSION, BatchRequest, Refusal, SubmissionRequest, error
+from api.doors.judge0_info import about, config_info, language, languages, max_batch, statuses
+from api.doors.judge0_models import BatchRequest, Refusal, SubmissionRequest, error
 from api.doors.judge0_models import refusal as refuse
-from api.doors.judge0_render import now, outcome, parse_fields, render
-from api.doors.semver import show
+from api.doors.judge0_render import name_of, now, outcome, parse_fields, render
 from api.submit import submit_later
 from api.table import Endpoint, Shape, SubmitRoute, add_route
 from judge.contracts import ResultDict, RunPayload
 from judge.transport.records import Records
 
 DOOR = 'judge0'
-MAX_BATCH = 100
-"""Most submissions in a batch (Judge0: 20): its tokens must fit the URL of ``GET /submissions/batch``."""
+logger = logging.getLogger('api.doors.judge0')
 
 
-def max_batch(gateway: Gateway) -> int:
-    """Most submissions in a batch: `MAX_BATCH`, or ``JUDGE_MAX_BATCH_SIZE`` when smaller."""
-    return min(MAX_BATCH, gateway.settings.max_batch_size)
+_stores: dict[int, Records] = {}
 
 
 def _records(gateway: Gateway) -> Records:
-    return Records(gateway.router.links[0].shard, gateway.settings.door_result_ttl_s)
-
-
-def _name(language_id: int) -> str:
-    language = LANGUAGES[language_id]
-    return language.name(show(toolchains.version(language.judge)))
+    """This gateway's record store (one per process, so that writes of the moment go together)."""
+    found = _stores.get(id(gateway))
+    if found is None:
+        found = _stores[id(gateway)] = Records(gateway.router.links[0].shard, gateway.settings.door_result_ttl_s)
+    return found
 
 
 def prepare(body: SubmissionRequest, base64_encoded: bool, gateway: Gateway) -> tuple[RunPayload, dict[str, Any]]:
@@ -111,6 +108,11 @@ def prepare(body: SubmissionRequest, base64_encoded: bool, gateway: Gateway) -> 
     return payload, record
 
 
+def too_many(settings: Any) -> Response:
+    """Judge0's refusal of a batch over the limit."""
+    return error(f'number of submissions in a batch should be less than or equal to {max_batch(settings)}')
+
+
 def _flags(request: Request) -> tuple[bool, tuple[str, ...] | str]:
     query = request.query_params
     return query.get('base64_encoded') == 'true', parse_fields(query.get('fields'))
@@ -137,9 +139,15 @@ def _create(route: SubmitRoute) -> Endpoint:
             if isinstance(results, Refused):
                 return error('queue is full', 503)
             record = _finish(record, results[0])
+            try:
+                await records.put(record['token'], record)
+            except Exception:  # the answer stands; only fetching it again by token will not work
+                logger.exception('judge0: could not keep submission %s', record['token'])
+            return json_answer(render(record, fields, b64, name_of(record['language_id'])), 201)
+        try:
             await records.put(record['token'], record)
-            return json_answer(render(record, fields, b64, _name(record['language_id'])), 201)
-        await records.put(record['token'], record)
+        except Exception as exc:
+            return error(f'the judge cannot keep submissions now ({type(exc).__name__}); retry', 503)
 
         async def done(results: list[ResultDict]) -> None:
             await records.put(record['token'], _finish(record, results[0]))
@@ -171,8 +179,10 @@ def _create_batch(route: SubmitRoute) -> Endpoint:
         b64 = request.query_params.get('base64_encoded') == 'true'
         if not body.submissions:
             return error('there should be at least one submission in a batch')
-        if len(body.submissions) > max_batch(gateway):
-            return error(f'number of submissions in a batch should be less than or equal to {max_batch(gateway)}')
+        if len(body.submissions) > max_batch(gateway.settings):
+            return error(
+                f'number of submissions in a batch should be less than or equal to {max_batch(gateway.settings)}'
+            )
         await toolchains.refresh(gateway)
         answers: list[dict[str, Any]] = []
         prepared: list[tuple[RunPayload, dict[str, Any]]] = []
@@ -191,7 +201,10 @@ def _create_batch(route: SubmitRoute) -> Endpoint:
         if not prepared:
             return json_answer(answers, 422)
         records = _records(gateway)
-        await records.put_many({record['token']: record for _, record in prepared})
+        try:
+            await records.put_many({record['token']: record for _, record in prepared})
+        except Exception as exc:
+            return error(f'the judge cannot keep submissions now ({type(exc).__name__}); retry', 503)
 
         async def done(results: list[ResultDict]) -> None:
             finished = [_finish(record, result) for (_, record), result in zip(prepared, results, strict=True)]
@@ -214,11 +227,11 @@ async def show_batch(request: Request, gateway: GatewayDep) -> Response:
     tokens = [t for t in raw.strip().split(',') if t]
     if not tokens:
         return error('there should be at least one submission in a batch')
-    if len(tokens) > max_batch(gateway):
-        return error(f'number of submissions in a batch should be less than or equal to {max_batch(gateway)}')
+    if len(tokens) > max_batch(gateway.settings):
+        return too_many(gateway.settings)
     await toolchains.refresh(gateway)
     found = await _records(gateway).get(tokens)
-    shown = [None if r is None else render(r, fields, b64, _name(r['language_id'])) for r in found]
+    shown = [None if r is None else render(r, fields, b64, name_of(r['language_id'])) for r in found]
     return json_answer({'submissions': shown})
 
 
@@ -231,48 +244,7 @@ async def show_one(token: str, request: Request, gateway: GatewayDep) -> Respons
     (record,) = await _records(gateway).get([token])
     if record is None:
         return error('not found', 404)
-    return json_answer(render(record, fields, b64, _name(record['language_id'])))
-
-
-async def languages(gateway: GatewayDep) -> Response:
-    """``GET /languages``: the judge's languages with Judge0 CE's ids."""
-    await toolchains.refresh(gateway)
-    return json_answer([{'id': i, 'name': _name(i)} for i in sorted(LANGUAGES)])
-
-
-async def language(language_id: int, gateway: GatewayDep) -> Response:
-    """``GET /languages/{id}``."""
-    if language_id not in LANGUAGES:
-        return error('not found', 404)
-    await toolchains.refresh(gateway)
-    lang = LANGUAGES[language_id]
-    return json_answer(
-        {
-            'id': lang.id,
-            'name': _name(lang.id),
-            'is_archived': False,
-            'source_file': lang.source_file,
-            'compile_cmd': lang.compile_cmd,
-            'run_cmd': lang.run_cmd,
-        }
-    )
-
-
-async def statuses() -> Response:
-    """``GET /statuses``."""
-    return json_answer([{'id': i, 'description': d} for i, d in STATUSES.items()])
-
-
-async def about() -> Response:
-    """``GET /about``: the Judge0 version whose ids the door follows."""
-    return json_answer({'version': VERSION, 'homepage': None, 'source_code': None, 'maintainer': 'celery-code-judge'})
-
-
-async def config_info(gateway: GatewayDep) -> Response:
-    """``GET /config_info``: Judge0's configuration keys, from the judge's settings."""
-    from api.doors.judge0_config import config_info as info
-
-    return json_answer(info(gateway.settings, max_batch(gateway)))
+    return json_answer(render(record, fields, b64, name_of(record['language_id'])))
 
 
 ENDPOINTS: dict[Shape, Callable[[SubmitRoute], Endpoint]] = {

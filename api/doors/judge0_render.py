@@ -16,8 +16,9 @@ import time
 from datetime import UTC, datetime
 from typing import Any
 
-from api.doors.common import infra, usage, verdict_of
-from api.doors.judge0_models import STATUSES
+from api.doors.common import infra, toolchains, usage, verdict_of
+from api.doors.judge0_models import LANGUAGES, STATUSES
+from api.doors.semver import show
 from judge.contracts import ResultDict, Verdict
 
 DEFAULT_FIELDS = ('token', 'time', 'memory', 'stdout', 'stderr', 'compile_output', 'message', 'status')
@@ -34,6 +35,12 @@ TEXT_FIELDS = frozenset({'source_code', 'stdin', 'expected_output', 'stdout', 's
 LOST_AFTER_S = 30.0
 """A record still queued this long after its deadline lost its result (its gateway process stopped)."""
 _SIGNAL_STATUS = {signal.SIGSEGV: 7, signal.SIGXFSZ: 8, signal.SIGFPE: 9, signal.SIGABRT: 10}
+
+
+def name_of(language_id: int) -> str:
+    """A language's Judge0 name with the judge's toolchain version, e.g. ``Python (3.11.2)``."""
+    language = LANGUAGES[language_id]
+    return language.name(show(toolchains.version(language.judge)))
 
 
 def now() -> str:
