@@ -8,7 +8,7 @@ STAMP := $(VENV)/.installed
 CONSTRAINTS := constraints.txt
 BASE_PYTHON ?= $(shell command -v python3.11 >/dev/null 2>&1 && python3.11 -c 'import sys;print(sys.executable)' || python3 -c 'import sys;print(sys.executable)')
 
-.PHONY: install runtime run test test-unit test-min test-stock test-deploy test-scale test-image test-verl test-rlinf test-client lint typecheck format bench soak clean system-deps lock
+.PHONY: install runtime run test test-unit test-min test-stock test-deploy test-scale test-image test-verl test-rlinf test-doors test-client lint typecheck format bench soak clean system-deps lock
 
 system-deps:
 	@scripts/system-deps.sh
@@ -75,7 +75,8 @@ FRAMEWORK_ENV = HOME=$(CURDIR)/.run/framework-home PYTHONPATH=$(CURDIR) JUDGE_SE
 FRAMEWORK_PYTEST = -m pytest -p no:cacheprovider -q
 
 # verl: 0.9.1 (newest) and 0.5.0 (oldest supported: str-returning tool API) through their real
-# initialize_tools_from_config; 0.9.1 also through its real ToolAgentLoop.
+# initialize_tools_from_config; 0.9.1 also through its real ToolAgentLoop; both versions' SandboxFusion
+# reward (and 0.5.0's SandboxFusionTool) against the SandboxFusion door.
 VERL_VERSIONS ?= 0.9.1 0.5.0
 test-verl: install
 	@scripts/system-deps.sh --test
@@ -83,7 +84,7 @@ test-verl: install
 	@set -e; for v in $(VERL_VERSIONS); do \
 		scripts/framework-venv.sh .venv-verl-$$v tests/frameworks/requirements/verl-$$v.txt $(BASE_PYTHON); \
 		$(FRAMEWORK_ENV) VERL_EXPECT=$$v .venv-verl-$$v/bin/python $(FRAMEWORK_PYTEST) \
-			tests/frameworks/test_verl.py tests/unit/toolkit; \
+			tests/frameworks/test_verl.py tests/frameworks/test_verl_sandboxfusion.py tests/unit/toolkit; \
 	done
 
 # RLinf 0.3.0 on a private local CPU-only Ray: its Cluster, worker groups and Channels.
@@ -93,6 +94,15 @@ test-rlinf: install
 	@mkdir -p .run/framework-home
 	scripts/framework-venv.sh $(RLINF_VENV) tests/frameworks/requirements/rlinf-0.3.0.txt $(BASE_PYTHON)
 	$(FRAMEWORK_ENV) $(RLINF_VENV)/bin/python $(FRAMEWORK_PYTEST) tests/frameworks/test_rlinf.py
+
+# The compatible doors' own client SDKs from PyPI (sandbox-fusion, judge0, pistonpy) in their own cached
+# venv, against the real stack run with $(PY).
+DOORS_VENV ?= .venv-doors
+test-doors: install
+	@scripts/system-deps.sh --test
+	@mkdir -p .run/framework-home
+	scripts/framework-venv.sh $(DOORS_VENV) tests/frameworks/requirements/doors-sdks.txt $(BASE_PYTHON)
+	$(FRAMEWORK_ENV) $(DOORS_VENV)/bin/python $(FRAMEWORK_PYTEST) tests/frameworks/test_door_sdks.py
 
 # The client distribution (client/pyproject.toml) alone in a fresh venv: no server package may be
 # present, and the toolkit's tests run against a real gateway with `toolkit` imported from the wheel
@@ -168,4 +178,4 @@ soak: install
 		--cpu --cpu-root $$stack --redis-url redis://127.0.0.1:$${ports[2]}/0
 
 clean:
-	rm -rf $(VENV) $(MIN_VENV) .venv-verl-* .venv-rlinf-* $(CLIENT_VENV) .pytest_cache .mypy_cache .ruff_cache build *.egg-info
+	rm -rf $(VENV) $(MIN_VENV) .venv-verl-* .venv-rlinf-* $(DOORS_VENV) $(CLIENT_VENV) .pytest_cache .mypy_cache .ruff_cache build *.egg-info

@@ -13,6 +13,9 @@ from fastapi.exceptions import RequestValidationError
 from api import access, judge_tests, metrics, routes
 from api.backpressure import BodyLimit, InFlight
 from api.deps import Gateway
+from api.doors import judge0, piston, sandboxfusion
+from api.doors.judge0_models import validation_answer as judge0_errors
+from api.doors.piston_common import validation_answer
 from api.errors import validation_error
 from api.table import submit_paths, submit_routes
 from judge import procname
@@ -59,6 +62,7 @@ table = submit_routes(Lanes.from_settings(_settings))
 
 app = FastAPI(title='code judge', version=VERSION, lifespan=lifespan)
 app.state.in_flight = in_flight
+app.state.door_errors = {piston.PREFIX: validation_answer, '/submissions': judge0_errors}
 app.add_exception_handler(RequestValidationError, validation_error)
 app.add_middleware(
     BodyLimit,
@@ -68,4 +72,7 @@ app.add_middleware(
 )
 app.include_router(routes.build_router(table))
 app.include_router(judge_tests.build_router(table))
+app.include_router(sandboxfusion.build_router(table))
+app.include_router(piston.build_router(table))
+app.include_router(judge0.build_router(table))
 app.include_router(metrics.router)

@@ -73,6 +73,11 @@ IN_FLIGHT = Gauge(
     'judge_in_flight_submissions', 'Submissions accepted and not answered yet', multiprocess_mode='livesum'
 )
 REJECTED = Counter('judge_rejected_requests', 'Requests refused before enqueueing anything', ['reason'])
+DOOR_SUBMISSIONS = Counter(
+    'judge_door_submissions',
+    'Submissions that came through a compatible door (SandboxFusion, Piston, Judge0), by verdict',
+    ['door', 'verdict'],
+)
 
 
 class _QueueDepth(Collector):
@@ -170,8 +175,10 @@ def _scrape_registry() -> CollectorRegistry:
 _registry = _scrape_registry()
 
 
-def record(route: str, subs: Sequence[RunPayload], results: Sequence[ResultDict], wall_s: float) -> None:
-    """Count and time one request's answered submissions."""
+def record(
+    route: str, subs: Sequence[RunPayload], results: Sequence[ResultDict], wall_s: float, door: str = ''
+) -> None:
+    """Count and time one request's answered submissions (``door``: the compatible API they came through)."""
     BATCH_SIZE.labels(route).observe(len(subs))
     verdicts: Tally[tuple[str, str]] = Tally()
     infra: Tally[str] = Tally()
@@ -190,8 +197,13 @@ def record(route: str, subs: Sequence[RunPayload], results: Sequence[ResultDict]
             hist = execution[language] = EXECUTION.labels(language)
         hist.observe(cost)
         wait.observe(max(0.0, wall_s - cost))
+    by_verdict: Tally[str] = Tally()
     for (language, verdict), n in verdicts.items():
         SUBMISSIONS.labels(language, route, verdict).inc(n)
+        by_verdict[verdict] += n
+    if door:
+        for verdict, n in by_verdict.items():
+            DOOR_SUBMISSIONS.labels(door, verdict).inc(n)
     for reason, n in infra.items():
         INFRA_FAILURES.labels(route, reason).inc(n)
 

@@ -5,7 +5,7 @@ from __future__ import annotations
 from collections.abc import Callable
 
 Checker = Callable[[str, str], bool]
-CHECKERS = ('exact', 'strip', 'tokens', 'float:<tolerance>')
+CHECKERS = ('exact', 'strip', 'lines', 'tokens', 'yesno', 'float:<tolerance>')
 """The checker names (`get_checker`)."""
 
 
@@ -22,6 +22,24 @@ def check_exact(output: str, expected: str) -> bool:
 def check_tokens(output: str, expected: str) -> bool:
     """Equal as whitespace-separated tokens."""
     return output.split() == expected.split()
+
+
+def check_lines(output: str, expected: str) -> bool:
+    """Equal line by line, each line's trailing whitespace and trailing blank lines aside (Judge0's rule)."""
+
+    def norm(text: str) -> str:
+        return '\n'.join(line.rstrip() for line in text.split('\n')).rstrip()
+
+    return norm(output) == norm(expected)
+
+
+def check_yesno(output: str, expected: str) -> bool:
+    """Equal as whitespace-separated tokens, the words yes and no in any case (Codeforces' usual rule)."""
+
+    def fold(token: str) -> str:
+        return token.upper() if token.lower() in ('yes', 'no') else token
+
+    return [fold(t) for t in output.split()] == [fold(t) for t in expected.split()]
 
 
 def make_float_checker(tolerance: float) -> Checker:
@@ -53,6 +71,10 @@ def get_checker(name: str) -> Checker:
         return check_exact
     if name == 'tokens':
         return check_tokens
+    if name == 'lines':
+        return check_lines
+    if name == 'yesno':
+        return check_yesno
     if name.startswith('float:'):
         try:
             tolerance = float(name.split(':', 1)[1])

@@ -141,6 +141,8 @@ class Settings(BaseSettings):
     retry_after_s: int = Field(2, ge=1, validation_alias=_env('JUDGE_RETRY_AFTER_S'))
     """`Retry-After` of a 429 answer, seconds."""
     reply_ttl_s: int = Field(600, gt=0, validation_alias=_env('JUDGE_REPLY_TTL_S'))
+    door_result_ttl_s: int = Field(3600, gt=0, validation_alias=_env('JUDGE_DOOR_RESULT_TTL_S'))
+    """How long a result fetched later by token (the Judge0 door's submissions) is kept in Redis, seconds."""
     redis_tls_ca_file: str = Field('', validation_alias=_env('JUDGE_REDIS_TLS_CA_FILE'))
     """CA bundle to verify a `rediss://` server with."""
     redis_tls_cert_file: str = Field('', validation_alias=_env('JUDGE_REDIS_TLS_CERT_FILE'))

@@ -30,12 +30,14 @@ from judge.contracts.http import (
 from judge.contracts.task import (
     RUN_TASK,
     CompileDict,
+    FullResultDict,
     Job,
     JudgeResultDict,
     Language,
     ResultDict,
     ResultReason,
     RunPayload,
+    UsageDict,
     Verdict,
 )
 
@@ -47,6 +49,7 @@ __all__ = [
     'BatchSubmissionResult',
     'CompileDict',
     'CompileInfo',
+    'FullResultDict',
     'Job',
     'JudgeResult',
     'JudgeResultDict',
@@ -62,6 +65,7 @@ __all__ = [
     'SubmissionResult',
     'TestCase',
     'TestResult',
+    'UsageDict',
     'Verdict',
     'new_id',
 ]

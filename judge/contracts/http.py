@@ -30,6 +30,9 @@ def _check_unicode(value: str | None) -> str | None:
     return value
 
 
+check_text = _check_unicode
+"""The text rule of every request field (no lone surrogates), for the compatible doors' models too."""
+
 SEED_MAX = 2**32 - 1
 """The largest `seed` (that of ``PYTHONHASHSEED``)."""
 SEED_DOC = (

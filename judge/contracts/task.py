@@ -41,7 +41,10 @@ class Verdict(enum.StrEnum):
 
 
 class RunPayload(TypedDict):
-    """One submission as a worker receives it (`Submission.payload`; `/judge/tests` adds `checker`)."""
+    """One submission as a worker receives it (`Submission.payload`; `/judge/tests` adds `checker`).
+
+    The keys after `seed` are the compatible doors' (`api.doors`); the native routes never send them.
+    """
 
     sub_id: str
     type: str
@@ -50,6 +53,22 @@ class RunPayload(TypedDict):
     expected_output: str | None
     checker: NotRequired[str]
     seed: NotRequired[int]
+    time_limit_s: NotRequired[float]
+    """The run's own wall-clock limit, seconds: the node's limit lowers it, never raises it."""
+    memory_mb: NotRequired[int]
+    """The run's own memory limit, MiB: the node's limit lowers it, never raises it."""
+    files: NotRequired[dict[str, str]]
+    """Files put in the run's work dir before it starts: relative path -> base64 content."""
+    fetch: NotRequired[list[str]]
+    """Relative paths read back from the work dir after the run (the result's `files`)."""
+    args: NotRequired[list[str]]
+    """The program's command-line arguments."""
+    compile_files: NotRequired[dict[str, str]]
+    """Compiled languages: files beside the source when it compiles (headers; C and C++ sources among
+    them are compiled with it), relative path -> base64; part of the compile cache's key."""
+    full: NotRequired[bool]
+    """Answer with the streams whole (up to the node's output limit, without upstream's timeout marker)
+    and with `usage`."""
 
 
 class Job(TypedDict):
@@ -93,8 +112,26 @@ class JudgeResultDict(TypedDict):
     compile: CompileDict | None
 
 
+class UsageDict(TypedDict):
+    """What one run used (results of `RunPayload.full` submissions)."""
+
+    cpu_s: float
+    max_rss_kb: int
+    signal: int | None
+    """The signal that ended the program, if one did."""
+
+
 class ResultDict(JudgeResultDict):
     """`SubmissionResult` as JSON: a worker's answer for one submission."""
 
     stdout: str | None
     stderr: str | None
+
+
+class FullResultDict(ResultDict, total=False):
+    """A door's submission's result (`RunPayload.full`, ``fetch``): a `ResultDict` and what it asked for."""
+
+    usage: UsageDict
+    """`RunPayload.full` submissions that ran."""
+    files: dict[str, str]
+    """`RunPayload.fetch`: the fetched files that were there, relative path -> base64 content."""

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from judge.executors.base import Compiled, Executor, Toolchain
+from judge.executors.base import Compiled, Executor, RunExtras, Toolchain
 from judge.executors.bash import BashExecutor
 from judge.executors.c import CExecutor
 from judge.executors.compiled import CompiledExecutor
@@ -39,6 +39,7 @@ __all__ = [
     'JavaExecutor',
     'JavaScriptExecutor',
     'PythonExecutor',
+    'RunExtras',
     'RustExecutor',
     'Toolchain',
 ]

@@ -12,14 +12,14 @@ sandbox's PATH (never the worker's: ``~/.cargo/bin`` is not readable by the sand
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Any, ClassVar
 
 from judge.executors.toolchain import Toolchain, find_tool, tool_version
 from judge.sandbox.client import ExecRequest, ExecResult, SlotClient
 from judge.sandbox.limits import Limits
 
-__all__ = ['ENV_TOOL', 'Compiled', 'Executor', 'Toolchain', 'find_tool', 'tool_version']
+__all__ = ['ENV_TOOL', 'Compiled', 'Executor', 'RunExtras', 'Toolchain', 'find_tool', 'tool_version']
 
 ENV_TOOL = '/usr/bin/env'
 
@@ -41,6 +41,27 @@ class Compiled:
     """A failure the compiler reported about the source (by exit code, with no limit hit, nothing refused)."""
     over_time: bool = False
     """The compile ran out of its wall-clock time."""
+
+
+@dataclass(frozen=True)
+class RunExtras:
+    """What a request adds to a run: files in its work dir, files to read back after it, arguments."""
+
+    files: dict[str, str] = field(default_factory=dict)
+    """Relative path -> content (bytes as ``surrogateescape`` text); the source wins a clash of names."""
+    fetch: tuple[str, ...] = ()
+    """Relative paths read back after the run (`judge.sandbox.client.ExecResult.fetched`)."""
+    args: tuple[str, ...] = ()
+    """Command-line arguments of the program."""
+
+    def request(self, limits: Limits, argv: list[str], files: dict[str, str], stdin: bytes) -> ExecRequest:
+        """A fresh-process run request: ``argv`` plus the arguments, ``files`` over the extra files."""
+        return ExecRequest(
+            limits=limits, argv=[*argv, *self.args], files={**self.files, **files}, stdin=stdin, fetch=list(self.fetch)
+        )
+
+
+NO_EXTRAS = RunExtras()
 
 
 class Executor:
@@ -120,19 +141,25 @@ class Executor:
 
     # ---- compile and run ---------------------------------------------------------------------
 
-    def compile(self, source: str) -> Compiled | None:
+    def compile(self, source: str, files: dict[str, str] | None = None) -> Compiled | None:
         """Nothing to compile: `None` (`judge.executors.compiled.CompiledExecutor` compiles)."""
         return None
 
     def run(
-        self, source: str, compiled: Compiled | None, stdin: bytes, limits: Limits, seed: int | None = None
+        self,
+        source: str,
+        compiled: Compiled | None,
+        stdin: bytes,
+        limits: Limits,
+        seed: int | None = None,
+        extras: RunExtras = NO_EXTRAS,
     ) -> ExecResult:
         """Run the program once with ``stdin`` under ``limits`` (already this language's, `run_limits`);
         ``compiled`` is `compile`'s outcome; ``seed`` (replayable randomness) only means something to
-        Python (`judge.executors.python`)."""
+        Python (`judge.executors.python`); ``extras`` adds files, files to read back and arguments."""
         values = self.fields(source, limits.memory_mb)
         argv = self.argv(self.run_argv, self.run_env, values)
-        return self.execute(ExecRequest(limits=limits, argv=argv, files={values['src']: source}, stdin=stdin))
+        return self.execute(extras.request(limits, argv, {values['src']: source}, stdin))
 
     def execute(self, request: ExecRequest) -> ExecResult:
         """Send one request to the slot."""

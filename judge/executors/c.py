@@ -14,6 +14,7 @@ class CExecutor(CompiledExecutor):
     version_argv = ('gcc', '--version')
     compile_argv = ('gcc', '-std=gnu11', '-O2', '-pipe', '{src}', '-o', '{out}', '-lm')
     run_argv = ('./{out}',)
+    source_suffixes = ('.c',)
 
     def extra_compile_args(self, source: str) -> list[str]:
         return ['-static'] if can_link_static(self.tool('gcc')) else []

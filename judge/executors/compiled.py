@@ -26,7 +26,7 @@ import time
 from typing import Any, ClassVar
 
 from judge.executors import cache
-from judge.executors.base import Compiled, Executor
+from judge.executors.base import NO_EXTRAS, Compiled, Executor, RunExtras
 from judge.sandbox.client import ExecRequest, ExecResult, SandboxError
 from judge.sandbox.limits import Limits
 
@@ -53,6 +53,8 @@ class CompiledExecutor(Executor):
     """Extra environment of the compile step (template), on top of the sandbox's clean one."""
     diagnostic_exit_codes: ClassVar[tuple[int, ...]] = (1,)
     """Exit codes by which the compiler reports errors in the source (anything else is not the source's)."""
+    source_suffixes: ClassVar[tuple[str, ...]] = ()
+    """A compile's extra files (`compile`'s ``files``) with these suffixes are compiled with the program."""
 
     def fields(self, source: str, memory_mb: int) -> dict[str, Any]:
         return {**super().fields(source, memory_mb), 'out': self.artifact_name}
@@ -85,10 +87,14 @@ class CompiledExecutor(Executor):
         digest = hashlib.sha256('\0'.join(parts).encode('utf-8', 'surrogateescape')).hexdigest()
         return os.path.join(self.toolchain.cache_dir, kind, digest[:2], digest)
 
-    def compile(self, source: str) -> Compiled:
+    def compile(self, source: str, files: dict[str, str] | None = None) -> Compiled:
         """Compile ``source``, or take the cached outcome; `SandboxError` when the compile failed twice
-        for a reason that is not the source's."""
-        artifact = self.cache_path(self.language, *self.compile_key(source))
+        for a reason that is not the source's.  ``files`` (relative path -> text) are put beside the
+        source, headers or more sources (`source_suffixes`) compiled with it, and are part of the key."""
+        key = self.compile_key(source)
+        if files:
+            key = (*key, json.dumps(sorted(files.items())))
+        artifact = self.cache_path(self.language, *key)
         cached = _cached(artifact)
         if cached is not None:
             return cached
@@ -96,12 +102,12 @@ class CompiledExecutor(Executor):
             cached = _cached(artifact)  # another slot compiled it while we waited
             if cached is not None:
                 return cached
-            compiled = self._compile_in_sandbox(source, artifact)
+            compiled = self._compile_in_sandbox(source, artifact, files)
             if not (compiled.ok or compiled.diagnostic or compiled.over_time):
                 # out of memory or processes, killed...: once more, in the cleaned slot (a compile that ran
                 # out of time would not fit a second time in the task's time limit)
                 logger.warning('%s compile failed (%s); compiling once more', self.language, _why(compiled))
-                compiled = self._compile_in_sandbox(source, artifact)
+                compiled = self._compile_in_sandbox(source, artifact, files)
             if not (compiled.ok or compiled.diagnostic):
                 raise SandboxError(f'{self.language} compile failed, not because of the source: {_why(compiled)}')
             if compiled.cacheable:
@@ -109,12 +115,18 @@ class CompiledExecutor(Executor):
         self._maybe_evict()
         return compiled
 
-    def _compile_in_sandbox(self, source: str, artifact: str) -> Compiled:
+    def _compile_in_sandbox(self, source: str, artifact: str, files: dict[str, str] | None = None) -> Compiled:
         limits = self.compile_limits
         values = self.fields(source, limits.memory_mb)
-        argv = [*self.argv(self.compile_argv, self.compile_env, values), *self.extra_compile_args(source)]
+        sources = sorted(name for name in files or {} if name.endswith(self.source_suffixes) and self.source_suffixes)
+        argv = [*self.argv(self.compile_argv, self.compile_env, values), *sources, *self.extra_compile_args(source)]
         result = self.execute(
-            ExecRequest(limits=limits, argv=argv, files={values['src']: source}, exports={self.artifact_name: artifact})
+            ExecRequest(
+                limits=limits,
+                argv=argv,
+                files={**(files or {}), values['src']: source},
+                exports={self.artifact_name: artifact},
+            )
         )
         ok = result.exit_code == 0 and not result.timed_out and os.path.isfile(artifact)
         stderr = result.stderr + (result.stdout if result.exit_code != 0 else b'')  # javac reports on stdout
@@ -156,14 +168,20 @@ class CompiledExecutor(Executor):
             logger.exception('compile cache eviction failed')
 
     def run(
-        self, source: str, compiled: Compiled | None, stdin: bytes, limits: Limits, seed: int | None = None
+        self,
+        source: str,
+        compiled: Compiled | None,
+        stdin: bytes,
+        limits: Limits,
+        seed: int | None = None,
+        extras: RunExtras = NO_EXTRAS,
     ) -> ExecResult:
         """Run the compiled artifact once with ``stdin`` under ``limits`` (``compiled``: `compile`'s success)."""
         assert compiled is not None and compiled.artifact is not None
         argv = self.argv(self.run_argv, self.run_env, self.fields(source, limits.memory_mb))
-        return self.execute(
-            ExecRequest(limits=limits, argv=argv, imports={self.artifact_name: compiled.artifact}, stdin=stdin)
-        )
+        request = extras.request(limits, argv, {}, stdin)
+        request.imports = {self.artifact_name: compiled.artifact}
+        return self.execute(request)
 
 
 def _cached(artifact: str) -> Compiled | None:

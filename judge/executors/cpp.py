@@ -50,6 +50,7 @@ class CppExecutor(CompiledExecutor):
     version_argv = ('g++', '--version')
     compile_argv = ('g++', '-std=gnu++17', '-O2', '-pipe', '{src}', '-o', '{out}')
     run_argv = ('./{out}',)
+    source_suffixes = ('.cpp', '.cc', '.cxx')
     oom_markers = ('std::bad_alloc',)
 
     def tool(self, name: str) -> str:

@@ -10,7 +10,7 @@ from __future__ import annotations
 import functools
 from pathlib import Path
 
-from judge.executors.base import Compiled, Executor
+from judge.executors.base import NO_EXTRAS, Compiled, Executor, RunExtras
 from judge.sandbox import seedhook
 from judge.sandbox.client import ExecRequest, ExecResult
 from judge.sandbox.limits import Limits
@@ -42,18 +42,31 @@ class PythonExecutor(Executor):
         return super().tool(name)
 
     def run(
-        self, source: str, compiled: Compiled | None, stdin: bytes, limits: Limits, seed: int | None = None
+        self,
+        source: str,
+        compiled: Compiled | None,
+        stdin: bytes,
+        limits: Limits,
+        seed: int | None = None,
+        extras: RunExtras = NO_EXTRAS,
     ) -> ExecResult:
+        """Warm unless the run is seeded, the mode is fresh or the program has arguments (a fresh ``python3 -I``)."""
         if seed is not None:
-            return self._run_seeded(source, stdin, limits, seed)
-        if self.toolchain.python_mode != 'warm':
-            return super().run(source, compiled, stdin, limits)
-        request = ExecRequest(limits=limits, python_source=source, python_filename=self.source_name, stdin=stdin)
+            return self._run_seeded(source, stdin, limits, seed, extras)
+        if self.toolchain.python_mode != 'warm' or extras.args:
+            return super().run(source, compiled, stdin, limits, extras=extras)
+        request = ExecRequest(
+            limits=limits,
+            python_source=source,
+            python_filename=self.source_name,
+            stdin=stdin,
+            files=dict(extras.files),
+            fetch=list(extras.fetch),
+        )
         return self.execute(request)
 
-    def _run_seeded(self, source: str, stdin: bytes, limits: Limits, seed: int) -> ExecResult:
+    def _run_seeded(self, source: str, stdin: bytes, limits: Limits, seed: int, extras: RunExtras) -> ExecResult:
         values = self.fields(source, limits.memory_mb)
         env = {'PYTHONHASHSEED': str(seed), 'PYTHONPATH': '.'}
         argv = self.argv(self.seeded_argv, env, values)
-        files = {values['src']: source, HOOK_NAME: hook_source()}
-        return self.execute(ExecRequest(limits=limits, argv=argv, files=files, stdin=stdin))
+        return self.execute(extras.request(limits, argv, {values['src']: source, HOOK_NAME: hook_source()}, stdin))

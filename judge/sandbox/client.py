@@ -47,6 +47,8 @@ class ExecRequest:
     imports: dict[str, str] = field(default_factory=dict)
     exports: dict[str, str] = field(default_factory=dict)
     stdin: bytes = b''
+    fetch: list[str] = field(default_factory=list)
+    """Relative paths of files to read back from the work dir after the run (`ExecResult.fetched`)."""
     parent: str | None = None
     """Warm Python only: the warm parent to fork from, ``'lean'``, ``'scientific'`` or ``'bare'`` (for tests that
     run a program through each); None (the default): the slot server chooses by the program's imports."""
@@ -75,6 +77,8 @@ class ExecResult:
     upgraded: bool = False
     """Warm Python that started elsewhere and ran again, from the start, in the scientific parent
     (`judge.sandbox.zygote.upgrade`); the figures are of both attempts' time together."""
+    fetched: dict[str, bytes] = field(default_factory=dict)
+    """The files of `ExecRequest.fetch` that were there after the run (regular files, within the output limit)."""
 
 
 @dataclass
@@ -206,6 +210,7 @@ class SlotClient:
             pids_exceeded=bool(reply.get('pids_exceeded')),
             parent=str(reply.get('parent') or ''),
             upgraded=bool(reply.get('upgraded')),
+            fetched=dict(zip(reply.get('fetched') or [], blobs[2:], strict=False)),
         )
 
     def memory(self) -> dict[str, Any]:
@@ -240,6 +245,8 @@ class SlotClient:
             }
             if request.parent is not None:
                 header['parent'] = request.parent
+            if request.fetch:
+                header['fetch'] = request.fetch
             try:
                 assert proc.stdin is not None
                 send_message(proc.stdin.fileno(), header, (request.stdin,))

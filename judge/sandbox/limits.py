@@ -32,6 +32,20 @@ class Limits(NamedTuple):
         """These limits, keeping at least ``stream_bytes`` of each stream (at most ``output_bytes``)."""
         return self._replace(capture_bytes=min(max(self.capture_bytes, stream_bytes), self.output_bytes))
 
+    def within(self, time_s: float | None = None, memory_mb: int | None = None) -> Limits:
+        """These limits, lowered to a request's own ``time_s`` and ``memory_mb`` where given: a request
+        may ask for less than the node's limits, never for more."""
+        limits = self
+        if time_s is not None and 0 < time_s < limits.time_s:
+            limits = limits._replace(time_s=time_s)
+        if memory_mb is not None and 0 < memory_mb < limits.memory_mb:
+            limits = limits._replace(memory_mb=memory_mb)
+        return limits
+
+    def whole(self) -> Limits:
+        """These limits, keeping each stream whole up to the output limit (not just its head)."""
+        return self._replace(capture_bytes=self.output_bytes)
+
     def to_dict(self) -> dict[str, Any]:
         """A JSON-able copy: how an execution's limits travel to the slot server (`judge.sandbox.client`)."""
         return self._asdict()

@@ -10,7 +10,9 @@ Celery's queues live in kombu's Redis layout: one list per queue and priority st
 * ``judge:nodes``: hash of worker node name -> JSON of its sandbox tier and toolchains;
 * ``judge:inflight``: hash of gateway process -> submissions it admitted and has not answered, and
   ``judge:gateways``: ZSET of gateway processes scored by when their lease ends (the cluster-wide
-  in-flight cap, `judge.transport.admission`; kept in the first shard only).
+  in-flight cap, `judge.transport.admission`; kept in the first shard only);
+* ``judge:door:<token>``: a compatible door's submission kept to be fetched by token (the Judge0
+  door), with its own expiry (`judge.transport.records`; first shard only).
 """
 
 from __future__ import annotations
@@ -76,6 +78,10 @@ class KeySpace:
     def reply(self, request_id: str) -> str:
         """The reply list of one request."""
         return f'{self.prefix}reply:{request_id}'
+
+    def door_record(self, token: str) -> str:
+        """A door's submission record, fetched by token."""
+        return f'{self.prefix}door:{token}'
 
     def live(self, request_id: str) -> str:
         """The liveness key of one request."""

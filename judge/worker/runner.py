@@ -7,13 +7,16 @@ turns them into `internal_error`); everything the user's program did is a normal
 
 from __future__ import annotations
 
+import base64
 import logging
+import sys
 from dataclasses import dataclass
+from typing import cast
 
 from judge.checker import Checker, get_checker
-from judge.contracts import CompileDict, ResultDict, RunPayload, Verdict
+from judge.contracts import CompileDict, FullResultDict, ResultDict, RunPayload, UsageDict, Verdict
 from judge.errors import UnsupportedLanguage
-from judge.executors import EXECUTORS, Compiled, Executor, Toolchain
+from judge.executors import EXECUTORS, Compiled, Executor, RunExtras, Toolchain
 from judge.results import build_result
 from judge.sandbox.client import ExecResult, SlotClient
 from judge.sandbox.limits import Limits
@@ -80,15 +83,22 @@ class Runner:
         if checker is None:
             checker = get_checker(sub.get('checker') or 'strip')
         executor = self.executor(language)
-        compiled = executor.compile(source)
+        full = bool(sub.get('full'))
+        compiled = executor.compile(source, _texts(sub.get('compile_files')))
         if compiled is not None and not compiled.ok:
-            return self._compile_error(sub, compiled, executor)
+            return self._compile_error(sub, compiled, executor, full)
         stdin = (sub.get('input') or '').encode('utf-8', 'surrogateescape')
-        result = executor.run(source, compiled, stdin, self.limits(language, expected), sub.get('seed'))
-        return self._fold(sub, result, expected, checker, compiled, executor)
+        limits = self.limits(language, expected).within(sub.get('time_limit_s'), sub.get('memory_mb'))
+        result = executor.run(
+            source, compiled, stdin, limits.whole() if full else limits, sub.get('seed'), run_extras(sub)
+        )
+        return self._fold(sub, result, expected, checker, compiled, executor, full)
 
-    def _compile_info(self, compiled: Compiled) -> CompileDict:
-        stderr, cut = _head(compiled.stderr.decode('utf-8', 'replace'), self.config.max_chars)
+    def _max_chars(self, full: bool) -> int:
+        return sys.maxsize if full else self.config.max_chars
+
+    def _compile_info(self, compiled: Compiled, full: bool = False) -> CompileDict:
+        stderr, cut = _head(compiled.stderr.decode('utf-8', 'replace'), self._max_chars(full))
         return {
             'ok': compiled.ok,
             'cached': compiled.cached,
@@ -97,8 +107,8 @@ class Runner:
             'stderr_truncated': cut,
         }
 
-    def _compile_error(self, sub: RunPayload, compiled: Compiled, executor: Executor) -> ResultDict:
-        info = self._compile_info(compiled)
+    def _compile_error(self, sub: RunPayload, compiled: Compiled, executor: Executor, full: bool) -> ResultDict:
+        info = self._compile_info(compiled, full)
         return build_result(
             sub['sub_id'],
             Verdict.COMPILE_ERROR,
@@ -118,6 +128,7 @@ class Runner:
         checker: Checker,
         compiled: Compiled | None,
         executor: Executor,
+        full: bool = False,
     ) -> ResultDict:
         stdout_full = result.stdout.decode('utf-8', 'replace')
         stderr_full = result.stderr.decode('utf-8', 'replace')
@@ -134,12 +145,12 @@ class Runner:
             complete = result.stdout_bytes <= len(result.stdout)
             if not complete or not checker(stdout_full, expected):
                 flags.add(Verdict.WRONG_ANSWER)
-        if result.timed_out:
+        if result.timed_out and not full:
             stdout_full = f'{stdout_full}{"" if not stdout_full or stdout_full.endswith(chr(10)) else chr(10)}'
             stdout_full += TIMEOUT_MARKER + '\n'
-        stdout, out_cut = _head(stdout_full, self.config.max_chars)
-        stderr, err_cut = _head(stderr_full, self.config.max_chars)
-        return build_result(
+        stdout, out_cut = _head(stdout_full, self._max_chars(full))
+        stderr, err_cut = _head(stderr_full, self._max_chars(full))
+        answer = build_result(
             sub['sub_id'],
             pick(flags),
             cost_s=result.wall_s,
@@ -150,8 +161,33 @@ class Runner:
             stderr_truncated=err_cut or result.stderr_bytes > len(result.stderr),
             toolchain=executor.version(),
             runtime=self.toolchain.runtime or None,
-            compile=None if compiled is None else self._compile_info(compiled),
+            compile=None if compiled is None else self._compile_info(compiled, full),
         )
+        if not full and not sub.get('fetch'):
+            return answer
+        door = cast(FullResultDict, answer)
+        if full:
+            cpu_s = round(result.cpu_s, 6)
+            door['usage'] = UsageDict(cpu_s=cpu_s, max_rss_kb=result.max_rss_kb, signal=result.signal)
+        if sub.get('fetch'):
+            door['files'] = {path: base64.b64encode(data).decode('ascii') for path, data in result.fetched.items()}
+        return door
+
+
+def _texts(files: dict[str, str] | None) -> dict[str, str] | None:
+    """Base64 files as the sandbox takes them (bytes as ``surrogateescape`` text)."""
+    if not files:
+        return None
+    return {path: base64.b64decode(data).decode('utf-8', 'surrogateescape') for path, data in files.items()}
+
+
+def run_extras(sub: RunPayload) -> RunExtras:
+    """The files, files to read back and arguments a submission adds to its run (base64 files decoded)."""
+    return RunExtras(
+        files=_texts(sub.get('files')) or {},
+        fetch=tuple(sub.get('fetch') or ()),
+        args=tuple(sub.get('args') or ()),
+    )
 
 
 def _head(text: str, max_chars: int) -> tuple[str, bool]:

@@ -33,7 +33,7 @@ from judge.sandbox.server.lifecycle import SlotLife
 from judge.sandbox.server.memory import slot_memory
 from judge.sandbox.server.parents import SCIENTIFIC
 from judge.sandbox.server.prefixes import Prefixes
-from judge.sandbox.server.workdir import export_files, make_done_fifo, write_files
+from judge.sandbox.server.workdir import export_files, fetch_files, make_done_fifo, write_files
 from judge.sandbox.zygote.upgrade import OFFER
 
 logger = get_logger('judge.sandbox.server.main')
@@ -62,24 +62,26 @@ class SlotServer(SlotLife):
         upgrade = 0
         if source is not None and asked is None and kind != SCIENTIFIC:
             kind, upgrade = self.parents.hidden_imports(source, kind)
-        outcome, used = self._attempt(header, blobs, limits, kind, exact, upgrade)
+        outcome, used, fetched = self._attempt(header, blobs, limits, kind, exact, upgrade)
         if upgrade == OFFER and source is not None:
             self.parents.shapes.learn(source, outcome.upgrade)
         if outcome.upgrade:  # nothing of the first attempt is kept but the time it took
             first_s = outcome.wall_s
             self.finish()
             again = limits._replace(time_s=max(0.001, limits.time_s - first_s))
-            outcome, used = self._attempt(header, blobs, again, SCIENTIFIC, True, 0)
+            outcome, used, fetched = self._attempt(header, blobs, again, SCIENTIFIC, True, 0)
             outcome.wall_s += first_s
             outcome.upgraded = True
         elif outcome.seen_scientific:  # a hidden import, run cold: warm the scientific parent for the next
             self.parents.lineage(SCIENTIFIC).start_background()
-        return _reply(outcome) | {'parent': used}, (bytes(outcome.stdout), bytes(outcome.stderr))
+        reply = _reply(outcome) | {'parent': used, 'fetched': list(fetched)}
+        return reply, (bytes(outcome.stdout), bytes(outcome.stderr), *fetched.values())
 
     def _attempt(
         self, header: dict[str, Any], blobs: list[bytes], limits: Limits, kind: str, exact: bool, upgrade: int
-    ) -> tuple[ExecOutcome, str]:
-        """Run the request once in a spare of ``kind``; the outcome and the kind of parent that served it."""
+    ) -> tuple[ExecOutcome, str, dict[str, bytes]]:
+        """Run the request once in a spare of ``kind``: the outcome, the kind of parent that served it, and the
+        files of ``fetch`` it left."""
         spare = self._take_spare(kind, exact)
         used = self.spare_kind
         source = header.get('python_source')
@@ -109,6 +111,7 @@ class SlotServer(SlotLife):
             self.jail.limits_hit(outcome)
             if outcome.exit_code == 0 and not outcome.timed_out:
                 export_files(workdir, header.get('exports') or {})
+            fetched = fetch_files(workdir, list(header.get('fetch') or []), limits.output_bytes)
         finally:
             if not started:
                 self._discard(spare)
@@ -117,7 +120,7 @@ class SlotServer(SlotLife):
                 self.jail.forget_counts()
                 self._kill_all(0)
                 self.finish()
-        return outcome, used
+        return outcome, used, fetched
 
     def _wait_for_request(self, rfd: int) -> bool:
         """Wait for the next request, renewing warm parents meanwhile; True when one is waiting."""

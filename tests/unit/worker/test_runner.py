@@ -80,14 +80,20 @@ class StubExecutor(Executor):
     def version(self) -> str:
         return 'stub 1.0'
 
-    def compile(self, source: str) -> Compiled | None:
+    def compile(self, source: str, *_: Any) -> Compiled | None:
         return self.outcome
 
     def run(
-        self, source: str, compiled: Compiled | None, stdin: bytes, limits: Limits, seed: int | None = None
+        self,
+        source: str,
+        compiled: Compiled | None,
+        stdin: bytes,
+        limits: Limits,
+        seed: int | None = None,
+        extras: Any = None,
     ) -> ExecResult:
         self.slot.seeds.append(seed)
-        return super().run(source, compiled, stdin, limits, seed)
+        return super().run(source, compiled, stdin, limits, seed, extras)
 
 
 class StubCompiledExecutor(CompiledExecutor):
@@ -104,14 +110,20 @@ class StubCompiledExecutor(CompiledExecutor):
     def version(self) -> str:
         return 'stub 1.0'
 
-    def compile(self, source: str) -> Compiled | None:
+    def compile(self, source: str, *_: Any) -> Compiled | None:
         return self.outcome
 
     def run(
-        self, source: str, compiled: Compiled | None, stdin: bytes, limits: Limits, seed: int | None = None
+        self,
+        source: str,
+        compiled: Compiled | None,
+        stdin: bytes,
+        limits: Limits,
+        seed: int | None = None,
+        extras: Any = None,
     ) -> ExecResult:
         self.slot.seeds.append(seed)
-        return super().run(source, compiled, stdin, limits, seed)
+        return super().run(source, compiled, stdin, limits, seed, extras)
 
 
 def done(

@@ -1,0 +1,203 @@
+"""open-r1's IOI package (``cms_ioi``) on the Piston door, Batch tasks: compile the solution with the
+problem's grader, run it on the test, check.
+
+open-r1 (``open_r1.utils.competitive_programming.ioi_scoring.run_submission``) sends, with language
+``cms_ioi`` and version ``*``: ``graders/<problem>.cpp`` (the solution), ``input.txt``, optionally
+``correct_output.txt``, and the problem's grader files (``graders/grader.cpp``, ``graders/<problem>.h``,
+``graders/grader_config.json`` with ``task_type``, ``code``, ``time_limit`` in seconds and
+``memory_limit`` in bytes, optionally ``graders/stub.cpp`` and ``checker/checker.cpp``).  It reads
+the score from ``run.stdout`` and the feedback from ``run.stderr``; ``compile.code != 0`` is a
+compile error.  This module does what that package does, in the judge:
+
+1. the solution compiles once per node with the grader (``grader.cpp``, ``stub.cpp``) and the
+   headers beside it, ``EVAL`` defined, as the judge's C++ (gnu++17 -O2), and runs on the input
+   under the problem's time and memory limits (never above the judge's);
+2. with a correct output and ``checker/checker.cpp``, the checker compiles (once per node) and runs as
+   a second submission, ``checker input.txt correct_output.txt output.txt``: its stdout (the score)
+   and stderr (the feedback) are the answer's; without a checker the output is compared by tokens
+   (``1`` or ``0``); without a correct output the answer is the solution's output;
+3. a time or memory limit or a runtime error scores ``0`` with the package's feedback.
+
+Communication tasks (a manager talking to the solution over FIFOs) are not supported: 400.
+"""
+
+from __future__ import annotations
+
+import json
+import posixpath
+from dataclasses import dataclass
+from typing import Any
+
+from fastapi import Request, Response
+
+from api.deps import Gateway
+from api.doors.common import Refused, json_answer, run, verdict_of
+from api.doors.piston_common import BadRequest, compile_stage, job_files, run_stage, unanswered
+from api.doors.piston_models import ExecuteRequest
+from api.doors.piston_runtimes import Runtime
+from api.table import SubmitRoute
+from judge import workfiles
+from judge.contracts import ResultDict, RunPayload, Verdict, new_id
+
+EVAL = '#define EVAL 1\n#line 1\n'
+"""Prepended to the solution and grader sources (the package compiles with ``-DEVAL``); line numbers kept."""
+_GRADED = ('grader.cpp', 'stub.cpp')
+
+
+def _text(data: bytes) -> str:
+    return data.decode('utf-8', 'replace')
+
+
+@dataclass
+class Job:
+    """One IOI test job (Batch)."""
+
+    runtime: Runtime
+    program: str
+    grader: dict[str, str]
+    """The compile's files, flattened out of ``graders/``: path -> base64."""
+    stdin: str
+    expected: str | None
+    checker: str | None
+    time_s: float | None
+    memory_mb: int | None
+
+    @classmethod
+    def of(cls, body: ExecuteRequest, runtime: Runtime) -> Job:
+        """The job of an execute request; `BadRequest` for what the package (or this door) cannot run."""
+        program, files = job_files(body)
+        config_file = files.get('graders/grader_config.json')
+        if config_file is None:
+            raise BadRequest('graders/grader_config.json not found')
+        try:
+            config = json.loads(config_file)
+        except ValueError:
+            raise BadRequest('graders/grader_config.json is not JSON') from None
+        if not isinstance(config, dict):
+            raise BadRequest('graders/grader_config.json is not a JSON object')
+        task = config.get('task_type')
+        if task != 'Batch':
+            raise BadRequest(f'task type {task!r} is not supported by this door (Batch only)')
+        grader: dict[str, str] = {}
+        for name, data in files.items():
+            folder, base = posixpath.split(name)
+            if folder != 'graders' or base in ('grader_config.json', 'manager.cpp'):
+                continue
+            if base.endswith('.cpp') and base not in _GRADED:
+                continue  # the package compiles only grader.cpp and stub.cpp with the solution
+            content = EVAL.encode() + data if base in _GRADED else data
+            grader[base] = workfiles.encode(content)
+        checker = files.get('checker/checker.cpp')
+        expected = files.get('correct_output.txt')
+        return cls(
+            runtime=runtime,
+            program=EVAL + program,
+            grader=grader,
+            stdin=_text(files.get('input.txt', b'')),
+            expected=None if expected is None else _text(expected),
+            checker=None if checker is None else _text(checker),
+            time_s=_number(config, 'time_limit'),
+            memory_mb=None if not _number(config, 'memory_limit') else max(1, round(config['memory_limit'] / 2**20)),
+        )
+
+    def solution(self) -> RunPayload:
+        """The solution's submission, compiled with the grader."""
+        payload: RunPayload = {
+            'sub_id': new_id(),
+            'type': self.runtime.judge,
+            'solution': self.program,
+            'input': self.stdin,
+            'expected_output': None,
+            'compile_files': self.grader,
+            'full': True,
+        }
+        if self.expected is not None and self.checker is None:
+            payload['expected_output'], payload['checker'] = self.expected, 'tokens'
+        if self.time_s:
+            payload['time_limit_s'] = self.time_s
+        if self.memory_mb:
+            payload['memory_mb'] = self.memory_mb
+        return payload
+
+    def check(self, output: str) -> RunPayload:
+        """The checker's submission, on the solution's output."""
+        assert self.checker is not None and self.expected is not None
+        files = {'input.txt': self.stdin, 'correct_output.txt': self.expected, 'output.txt': output}
+        return {
+            'sub_id': new_id(),
+            'type': 'cpp',
+            'solution': self.checker,
+            'input': None,
+            'expected_output': None,
+            'files': {name: workfiles.encode(text.encode()) for name, text in files.items()},
+            'args': ['input.txt', 'correct_output.txt', 'output.txt'],
+            'full': True,
+        }
+
+    async def judge(self, gateway: Gateway, request: Request, route: SubmitRoute, version: str) -> Response:
+        """Compile, run, check, answer as the package does."""
+        outcome = await run(gateway, request, route, [self.solution()])
+        refused = unanswered(outcome)
+        if refused is not None:
+            return refused
+        assert not isinstance(outcome, Refused)
+        (result,) = outcome
+        verdict = verdict_of(result)
+        answer: dict[str, Any] = {'language': self.runtime.language, 'version': version}
+        answer['compile'] = compile_stage(result)
+        if verdict is Verdict.COMPILE_ERROR:
+            return json_answer(answer | {'run': answer['compile']})
+        stage = run_stage(result) | {'signal': None, 'status': None, 'message': None}
+        zero = self._failure(result, verdict)
+        if zero is not None:
+            return json_answer(answer | {'run': _report(stage, '0\n', zero, 0)})
+        output = result.get('stdout') or ''
+        if self.expected is None:
+            return json_answer(answer | {'run': _report(stage, output, '', 0)})
+        if self.checker is None:
+            right = verdict is Verdict.ACCEPTED
+            said = 'Output is correct (diff)\n' if right else "Output isn't correct (diff)\n"
+            return json_answer(answer | {'run': _report(stage, '1\n' if right else '0\n', said, 0)})
+        checked = await run(gateway, request, route, [self.check(output)])
+        refused = unanswered(checked)
+        if refused is not None:
+            return refused
+        assert not isinstance(checked, Refused)
+        (check,) = checked
+        if verdict_of(check) is Verdict.COMPILE_ERROR:
+            failed = compile_stage(check)
+            return json_answer(answer | {'compile': failed, 'run': failed})
+        code = 124 if verdict_of(check) is Verdict.TIME_LIMIT else int(check.get('exit_code') or 0)
+        report = _report(stage, check.get('stdout') or '', check.get('stderr') or '', code)
+        return json_answer(answer | {'run': report})
+
+    def _failure(self, result: ResultDict, verdict: Verdict) -> str | None:
+        if verdict is Verdict.TIME_LIMIT:
+            return f'Time limit exceeded ({self.time_s:g}s)\n' if self.time_s else 'Time limit exceeded\n'
+        if verdict is Verdict.MEMORY_LIMIT:
+            return 'Memory limit exceeded\n'
+        if verdict in (Verdict.RUNTIME_ERROR, Verdict.OUTPUT_LIMIT):
+            code = int(result.get('exit_code') or 1)
+            return f'Runtime error with exit code {128 - code if code < 0 else code}\n'
+        return None
+
+
+def _number(config: dict[str, Any], key: str) -> float | None:
+    value = config.get(key)
+    if value is None:
+        return None
+    if not isinstance(value, int | float) or isinstance(value, bool) or value < 0:
+        raise BadRequest(f'graders/grader_config.json: {key} must be a non-negative number')
+    return float(value)
+
+
+def _report(stage: dict[str, Any], stdout: str, stderr: str, code: int) -> dict[str, Any]:
+    failed = code != 0
+    return stage | {
+        'stdout': stdout,
+        'stderr': stderr,
+        'output': stdout + stderr,
+        'code': code,
+        'status': 'RE' if failed else None,
+        'message': f'Exited with error status {code}' if failed else None,
+    }
