@@ -120,8 +120,9 @@ class Executor:
 
     # ---- compile and run ---------------------------------------------------------------------
 
-    def compile(self, source: str) -> Compiled | None:
-        """Nothing to compile: `None` (`judge.executors.compiled.CompiledExecutor` compiles)."""
+    def compile(self, source: str, within_s: float | None = None) -> Compiled | None:
+        """Nothing to compile: `None` (`judge.executors.compiled.CompiledExecutor` compiles, in at most
+        ``within_s`` seconds when given)."""
         return None
 
     def run(

@@ -80,7 +80,7 @@ class StubExecutor(Executor):
     def version(self) -> str:
         return 'stub 1.0'
 
-    def compile(self, source: str) -> Compiled | None:
+    def compile(self, source: str, within_s: float | None = None) -> Compiled | None:
         return self.outcome
 
     def run(
@@ -104,7 +104,7 @@ class StubCompiledExecutor(CompiledExecutor):
     def version(self) -> str:
         return 'stub 1.0'
 
-    def compile(self, source: str) -> Compiled | None:
+    def compile(self, source: str, within_s: float | None = None) -> Compiled | None:
         return self.outcome
 
     def run(
