@@ -11,8 +11,8 @@
   text, which the source controls.
 * **What the source decides is its verdict.**  Any other failure (out of time, memory or processes,
   a program larger than `JUDGE_COMPILE_ARTIFACT_MB`, too much output, the compiler killed by a
-  signal or ending with an unexpected status) is compiled once more in the cleaned slot when the
-  first try was short, then tells the source's fault from the node's by compiling `control_source`,
+  signal or ending with an unexpected status) is compiled once more in the cleaned slot, in what the
+  first try left of the time limit, then tells the source's fault from the node's by compiling `control_source`,
   a tiny valid program, in the same slot under the same limits: when it compiles, the failure is the
   source's, a compile error that says which limit it hit (never cached: limits are not
   deterministic); when it does not, the node is broken and the compile is an infrastructure error
@@ -47,10 +47,8 @@ MIB = 1024 * 1024
 CONTROL_TTL_S = 60.0
 """How long a passed control compile (`CompiledExecutor.node_compiles`) vouches for the node."""
 MIN_COMPILE_S = 1.0
-"""A compile is never given less time than this, however short the wait left."""
-RETRY_WITHIN = 1 / 3
-"""A failed compile is tried once more only if it took less than this share of its time limit (the task's
-time limit has room for one long compile, not two)."""
+"""A compile is never given less time than this, however short the wait left; a second try needs as much
+left of the first one's limit (both together keep within one compile time limit, as the task's does)."""
 COMPILE_PIDS = 64
 """Processes and threads of a compile step (not `JUDGE_PIDS_LIMIT`, which bounds runs)."""
 
@@ -117,10 +115,11 @@ class CompiledExecutor(Executor):
                 return cached
             self._make_room()
             compiled = self._compile_in_sandbox(source, artifact, limits)
-            if not (compiled.ok or compiled.diagnostic) and compiled.wall_s < RETRY_WITHIN * limits.time_s:
-                # out of memory or processes, killed...: once more, in the cleaned slot
+            left_s = limits.time_s - compiled.wall_s
+            if not (compiled.ok or compiled.diagnostic or compiled.over_time) and left_s >= MIN_COMPILE_S:
+                # out of memory or processes, killed...: once more, in the cleaned slot, in the time left
                 logger.warning('%s compile failed (%s); compiling once more', self.language, _why(compiled))
-                compiled = self._compile_in_sandbox(source, artifact, limits)
+                compiled = self._compile_in_sandbox(source, artifact, limits._replace(time_s=left_s))
             if not (compiled.ok or compiled.diagnostic):
                 if not self.node_compiles():
                     raise SandboxError(f'{self.language} compile failed, and so did a control: {_why(compiled)}')

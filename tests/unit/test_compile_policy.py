@@ -11,7 +11,7 @@ from typing import Any
 import pytest
 
 from judge.executors import CExecutor, Toolchain
-from judge.executors.compiled import CONTROL_TTL_S, MIB, RETRY_WITHIN
+from judge.executors.compiled import CONTROL_TTL_S, MIB
 from judge.sandbox.client import ExecRequest, ExecResult, SandboxError
 
 SOURCE = 'int main(void) { return 0; }\n/* the submission */\n'
@@ -121,10 +121,13 @@ def test_a_passed_control_vouches_for_the_node_for_a_while(make: Any, monkeypatc
     assert len(slot.requests) == 8, 'a stale pass: another control'
 
 
-def test_a_long_failure_is_not_tried_twice(make: Any) -> None:
-    executor, slot = make([outcome(sig=signal.SIGKILL, wall_s=RETRY_WITHIN * 30.0 + 1)])
+def test_a_second_try_gets_what_the_first_left_of_the_time_limit(make: Any) -> None:
+    executor, slot = make([outcome(sig=signal.SIGKILL, wall_s=21.0), outcome(sig=signal.SIGKILL, wall_s=2.0)])
     assert not executor.compile(SOURCE).ok
-    assert len(slot.requests) == 2
+    assert [r.limits.time_s for r in slot.requests] == [30.0, 9.0, 30.0], 'then the control, with the whole limit'
+    executor, slot = make([outcome(sig=signal.SIGKILL, wall_s=29.5)])
+    assert not executor.compile(SOURCE).ok
+    assert len(slot.requests) == 2, 'nothing left for a second try: the control at once'
 
 
 def test_a_diagnostic_is_cached_and_needs_no_control(make: Any) -> None:
