@@ -129,6 +129,11 @@ class Settings(BaseSettings):
     """Seconds after which a slot's warm parent is replaced, busy or idle."""
     compile_time_limit: float = Field(30, gt=0, validation_alias=_env('JUDGE_COMPILE_TIME_LIMIT'))
     compile_memory_mb: int = Field(1024, gt=0, validation_alias=_env('JUDGE_COMPILE_MEMORY_MB'))
+    compile_artifact_mb: int = Field(64, gt=0, validation_alias=_env('JUDGE_COMPILE_ARTIFACT_MB'))
+    """Largest file a compile may write, the compiled program included (a larger one is a compile error)."""
+    compile_cache_mb: int = Field(2048, gt=0, validation_alias=_env('JUDGE_COMPILE_CACHE_MB'))
+    """Size bound of the node's compile cache, enforced before each compile stores its program (the least
+    recently used entries go first; each slot compiling at that moment may add one program over it)."""
     cache_dir: str = Field('/var/cache/judge', validation_alias=_env('JUDGE_CACHE_DIR'))
     max_batch_size: int = Field(10000, gt=0, validation_alias=_env('JUDGE_MAX_BATCH_SIZE'))
     max_body_mb: float = Field(64, gt=0, validation_alias=_env('JUDGE_MAX_BODY_MB'))

@@ -81,6 +81,9 @@ class Job(TypedDict):
     """The submission's place in its request."""
     batch: str
     """The request's label (batch id and trace id), for logs and Flower."""
+    wait_s: NotRequired[float]
+    """How long the gateway still waited when it published the job: a compile that would take longer than
+    this leaves the run time limit is stopped earlier, so that what a source does always answers in time."""
 
 
 class CompileDict(TypedDict):

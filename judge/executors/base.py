@@ -141,8 +141,11 @@ class Executor:
 
     # ---- compile and run ---------------------------------------------------------------------
 
-    def compile(self, source: str, files: dict[str, str] | None = None) -> Compiled | None:
-        """Nothing to compile: `None` (`judge.executors.compiled.CompiledExecutor` compiles)."""
+    def compile(
+        self, source: str, files: dict[str, str] | None = None, within_s: float | None = None
+    ) -> Compiled | None:
+        """Nothing to compile: `None` (`judge.executors.compiled.CompiledExecutor` compiles ``files`` with the
+        source, in at most ``within_s`` seconds when given)."""
         return None
 
     def run(

@@ -10,6 +10,7 @@ class CExecutor(CompiledExecutor):
     """gcc -O2 with C11 (GNU dialect) and libm, statically linked where the toolchain allows."""
 
     language = 'c'
+    control_source = 'int main(void) { return 0; }\n'
     source_name = 'source.c'
     version_argv = ('gcc', '--version')
     compile_argv = ('gcc', '-std=gnu11', '-O2', '-pipe', '{src}', '-o', '{out}', '-lm')

@@ -104,3 +104,10 @@ def evict(cache_dir: str, max_bytes: int, keep: tuple[str, ...] = ()) -> int:
         total -= size
         deleted += 1
     return deleted
+
+
+def make_room(cache_dir: str, max_bytes: int, need_bytes: int, keep: tuple[str, ...] = ()) -> int:
+    """Evict (`evict`) until ``need_bytes`` more fit under ``max_bytes``; the number of entries deleted."""
+    if not os.path.isdir(cache_dir):
+        return 0
+    return evict(cache_dir, max(0, max_bytes - need_bytes), keep)

@@ -46,6 +46,7 @@ class CppExecutor(CompiledExecutor):
     """g++ -O2 with C++17 (GNU dialect), statically linked where the toolchain allows."""
 
     language = 'cpp'
+    control_source = 'int main() { return 0; }\n'
     source_name = 'source.cpp'
     version_argv = ('g++', '--version')
     compile_argv = ('g++', '-std=gnu++17', '-O2', '-pipe', '{src}', '-o', '{out}')

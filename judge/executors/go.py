@@ -15,6 +15,7 @@ class GoExecutor(CompiledExecutor):
     """go build -trimpath of a single ``package main`` file."""
 
     language = 'go'
+    control_source = 'package main\n\nfunc main() {}\n'
     source_name = 'main.go'
     version_argv = ('go', 'version')
     compile_argv = ('go', 'build', '-o', '{out}', '{src}')

@@ -40,6 +40,7 @@ class JavaExecutor(CompiledExecutor):
     """OpenJDK javac + java, no preview features."""
 
     language = 'java'
+    control_source = 'public class Main {\n    public static void main(String[] args) {}\n}\n'
     source_name = '{main}.java'
     version_argv = ('javac', '-version')
     artifact_name = 'main.jar'

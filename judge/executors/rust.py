@@ -13,6 +13,7 @@ class RustExecutor(CompiledExecutor):
     """rustc -O --edition 2021, one codegen unit."""
 
     language = 'rust'
+    control_source = 'fn main() {}\n'
     source_name = 'main.rs'
     version_argv = ('rustc', '--version')
     compile_argv = ('rustc', '-O', '--edition', '2021', '-C', 'codegen-units=1', '-o', '{out}', '{src}')

@@ -24,6 +24,8 @@ class Toolchain:
     compile_memory_mb: int = 1024
     cache_max_mb: int = 2048
     """Size bound of the compile cache (artifacts of all languages); least recently used go first."""
+    artifact_max_mb: int = 64
+    """Largest file a compile may write: the compiled program is a compile error beyond it."""
     runtime: str = ''
     """Digest of the submission runtime (`judge.runtime.RuntimeInfo.digest`), named in every result."""
 

@@ -69,9 +69,11 @@ class Path(Protocol):
         """Publish one job per payload (`make_jobs`) and set the request's live key (``LIVE_TTL_S``)."""
 
 
-def make_jobs(payloads: list[RunPayload], reply_to: str | None, batch: str) -> list[Job]:
-    """One `Job` per payload, indexed in order."""
-    return [{'sub': p, 'reply_to': reply_to, 'index': i, 'batch': batch} for i, p in enumerate(payloads)]
+def make_jobs(payloads: list[RunPayload], reply_to: str | None, batch: str, wait_s: float) -> list[Job]:
+    """One `Job` per payload, indexed in order; ``wait_s``: how long the gateway waits for them."""
+    return [
+        {'sub': p, 'reply_to': reply_to, 'index': i, 'batch': batch, 'wait_s': wait_s} for i, p in enumerate(payloads)
+    ]
 
 
 def argsrepr(job: Job) -> str:

@@ -45,7 +45,7 @@ class FastPath:
         """The live key, then every job (one Celery group), one round trip per `PUBLISH_SLICE` jobs."""
         keys = self.shard.keys
         reply_to, live_key = keys.reply(request_id), keys.live(request_id)
-        jobs = make_jobs(payloads, reply_to, batch)
+        jobs = make_jobs(payloads, reply_to, batch, expires_s)
         target = keys.queue_list(lane.queue, lane.priority)
         pipe = self.shard.aclient.pipeline(transaction=False)
         pipe.set(live_key, 1, ex=LIVE_TTL_S)

@@ -60,7 +60,7 @@ class StockPath:
         """The live key, then one ``send_task`` per job (one Celery group)."""
         live_key = self.shard.keys.live(request_id)
         await self.shard.aclient.set(live_key, 1, ex=LIVE_TTL_S)
-        jobs = make_jobs(payloads, None, batch)
+        jobs = make_jobs(payloads, None, batch, expires_s)
         ids: list[str] = await self._in_thread(self._send, jobs, lane, expires_s, batch)
         return StockWaiting(self, ids, [p['sub_id'] for p in payloads], live_key)
 

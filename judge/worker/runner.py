@@ -24,6 +24,8 @@ from judge.verdict import pick
 
 logger = logging.getLogger('judge.worker.runner')
 
+ANSWER_MARGIN_S = 3.0
+"""What answering takes beside the compile and the run (slot, worker, broker, gateway), at most."""
 TIMEOUT_MARKER = 'Suicide from timeout.'
 """Upstream appends this to stdout on a timeout; its tests check it, so we keep it."""
 _COMPARE_SLACK_BYTES = 64 * 1024
@@ -71,11 +73,13 @@ class Runner:
             return limits
         return limits.capturing(len(expected.encode('utf-8', 'surrogateescape')) + _COMPARE_SLACK_BYTES)
 
-    def run(self, sub: RunPayload, checker: Checker | None = None) -> ResultDict:
+    def run(self, sub: RunPayload, checker: Checker | None = None, wait_s: float | None = None) -> ResultDict:
         """Judge one submission.
 
         The output is compared by ``checker`` if given, else by the submission's ``checker`` key
-        (`judge.checker.get_checker` names), else by upstream's ``strip`` rule.
+        (`judge.checker.get_checker` names), else by upstream's ``strip`` rule.  ``wait_s``: how long the
+        gateway waits for the answer; a compile must leave the run its time limit and `ANSWER_MARGIN_S`
+        within it, so that a slow compile is a compile error, never a `queue_timeout` the source chose.
         """
         language = sub['type']
         source = sub['solution']
@@ -84,11 +88,12 @@ class Runner:
             checker = get_checker(sub.get('checker') or 'strip')
         executor = self.executor(language)
         full = bool(sub.get('full'))
-        compiled = executor.compile(source, _texts(sub.get('compile_files')))
+        limits = self.limits(language, expected).within(sub.get('time_limit_s'), sub.get('memory_mb'))
+        within_s = None if wait_s is None else wait_s - limits.time_s - ANSWER_MARGIN_S
+        compiled = executor.compile(source, _texts(sub.get('compile_files')), within_s)
         if compiled is not None and not compiled.ok:
             return self._compile_error(sub, compiled, executor, full)
         stdin = (sub.get('input') or '').encode('utf-8', 'surrogateescape')
-        limits = self.limits(language, expected).within(sub.get('time_limit_s'), sub.get('memory_mb'))
         result = executor.run(
             source, compiled, stdin, limits.whole() if full else limits, sub.get('seed'), run_extras(sub)
         )

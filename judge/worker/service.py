@@ -112,6 +112,8 @@ def _build_runner(settings: Settings, runtime_digest: str, index: int) -> Runner
         cache_dir=cache_dir,
         compile_time_s=settings.compile_time_limit,
         compile_memory_mb=settings.compile_memory_mb,
+        cache_max_mb=settings.compile_cache_mb,
+        artifact_max_mb=settings.compile_artifact_mb,
         runtime=runtime_digest,
     )
     return Runner(toolchain, client, RunnerConfig(limits=limits, max_chars=settings.max_stdout_error_length))
@@ -196,7 +198,7 @@ class Service:
             )
         failure: str | None = None
         try:
-            result = self.runner.run(sub)
+            result = self.runner.run(sub, wait_s=job.get('wait_s'))
         except NoFreeSlot:
             # This process has no slot (the host's are all taken), which is not this submission's
             # failure: the task fails and `judge.worker.tasks` answers for it; the next one claims again.

@@ -90,13 +90,15 @@ def test_a_request_caught_by_one_server_death_is_retried_transparently(slot: Slo
 
 
 class _ForkingCompiler(CompiledExecutor):
-    """A "compiler" that needs more processes than the slot has: a resource failure, every time."""
+    """A "compiler" that needs more processes than the slot has: a resource failure, every time (its control
+    program too: a node that cannot compile)."""
 
     language = 'forking'
     source_name = 'source.txt'
     compile_argv = (PYTHON, '-c', 'import os, time\nwhile os.fork():\n    pass\ntime.sleep(5)\n')
     run_argv = ('/bin/true',)
     version_argv: ClassVar[tuple[str, ...]] = ()
+    control_source = 'fine\n'
 
 
 class _HungryCompiler(_ForkingCompiler):
@@ -104,6 +106,20 @@ class _HungryCompiler(_ForkingCompiler):
 
     language = 'hungry'
     compile_argv = (PYTHON, '-c', 'x = bytearray(2 << 30)')
+
+
+class _PickyCompiler(_ForkingCompiler):
+    """A "compiler" that runs out of memory on a source saying BOMB and builds any other."""
+
+    language = 'picky'
+    compile_argv = (
+        PYTHON,
+        '-c',
+        'import sys\nif "BOMB" in open(sys.argv[1]).read():\n    x = bytearray(2 << 30)\n'
+        'open(sys.argv[2], "w").write("ok")\n',
+        '{src}',
+        '{out}',
+    )
 
 
 class _CountingCpp(CppExecutor):
@@ -129,23 +145,34 @@ def test_compile_policy_only_caches_what_the_source_decides(slot: SlotClient, ca
     assert first is not None and not first.ok and first.cacheable and not first.cached
     again = cpp.compile(lie)
     assert again is not None and again.cached and again.stderr == first.stderr
-    # out of processes: compiled twice, then an infrastructure error; nothing cached
+    # out of processes for every program, the control too: compiled twice, then an infrastructure error
     forking = _ForkingCompiler(toolchain, slot)
-    with pytest.raises(SandboxError, match='not because of the source'):
+    with pytest.raises(SandboxError, match='and so did a control'):
         forking.compile('anything')  # twice: once more in the cleaned slot
     assert _artifact_record(forking, 'anything') is None
     # past the memory limit: the same; past the time limit: at once (twice would not fit in a task)
     hungry = _HungryCompiler(toolchain, slot)
-    with pytest.raises(SandboxError, match='exceeded 1024 MiB'):
+    with pytest.raises(SandboxError, match='and so did a control'):
         hungry.compile('anything')
     assert _artifact_record(hungry, 'anything') is None
     slow = _CountingCpp(Toolchain(python=PYTHON, cxx=CXX, cache_dir=cache_dir, compile_time_s=0.05), slot)
     source = '#include <iostream>\nint main() { std::cout << 1; }\n'
-    with pytest.raises(SandboxError, match='exceeded 0.05s'):
+    with pytest.raises(SandboxError, match='and so did a control'):
         slow.compile(source)
-    assert slow.runs == 1 and _artifact_record(slow, source) is None
+    assert slow.runs == 2 and _artifact_record(slow, source) is None  # no second try: the control
     ok = cpp.compile(source)  # the same source compiles under the normal limits
     assert ok is not None and ok.ok and not ok.cached
+
+
+def test_a_source_that_breaks_the_compiler_gets_a_compile_error_naming_the_limit(
+    slot: SlotClient, cache_dir: str
+) -> None:
+    picky = _PickyCompiler(Toolchain(python=PYTHON, cxx=CXX, cache_dir=cache_dir), slot)
+    bomb = picky.compile('BOMB')
+    assert not bomb.ok and not bomb.cacheable and bomb.stderr.startswith(b'compilation exceeded the memory limit')
+    assert _artifact_record(picky, 'BOMB') is None
+    fine = picky.compile('fine')
+    assert fine.ok and not fine.cached
 
 
 def test_without_cgroups_no_compile_failure_is_cached(cache_dir: str) -> None:

@@ -29,7 +29,7 @@ def run_py(
     else:
         req = ExecRequest(limits=lim, argv=[PYTHON, '-I', 'source.py'], files={'source.py': source}, stdin=stdin)
     r = slot.run(req)
-    norm = re.compile(r'/[^"\s]*/w\d+/')
+    norm = re.compile(r'/[^"\s]*/(?:x[0-9a-f]+/w|w[0-9a-f]+)/')  # the execution's work dir
     return (
         r.exit_code,
         norm.sub('<wd>/', r.stdout.decode(errors='replace')),

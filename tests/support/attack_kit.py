@@ -93,9 +93,8 @@ CANARY = """
 import threading, time
 time.sleep(P['sleep'])
 entries, shm = sorted(os.listdir('.')), sorted(os.listdir('/dev/shm'))
-here = os.path.basename(os.getcwd())  # w<n>: the work dirs of earlier executions were w<n-1>, w<n-2>...
-earlier = [f'../w{int(here[1:]) - k}{end}' for k in range(1, 8) for end in ('', '.done')] if here[1:].isdigit() else []
-left = [path for path in earlier if os.path.lexists(path)]
+# the work dirs (and done FIFOs) of earlier canaries, wherever they ran: each execution's own, all gone
+left = [path + end for path in P['earlier'] for end in ('', '.done') if os.path.lexists(path + end)]
 kids, forks = [], 'OK'
 try:
     for _ in range(P['forks']):
@@ -118,7 +117,8 @@ except RuntimeError as e:
     threads = str(e)
 for t in started:
     t.join()
-report(slot=slot(), entries=entries, shm=shm, left=left, forks=forks, threads=threads, hash=hash('canary'))
+report(slot=slot(), entries=entries, shm=shm, left=left, forks=forks, threads=threads, hash=hash('canary'),
+       cwd=os.getcwd())
 """
 # Zombie makers (processes nobody waits for), shared by the reaping and compile attacks.
 CLONE_NR = {'x86_64': 56, 'aarch64': 220}
@@ -331,9 +331,12 @@ def run_safety_gate(gateway_url: str) -> SafetyInfo:
 # slot health around an attack
 
 
-def health_batch() -> list[dict[str, Any]]:
-    """Honest programs: Python canaries (one per slot and more), a C and a bash program."""
-    canaries = [py(CANARY, sleep=0.15, forks=PIDS_BOUND - 16, threads=20) for _ in range(2 * SLOTS)]
+def health_batch(earlier: list[str] | None = None) -> list[dict[str, Any]]:
+    """Honest programs: Python canaries (one per slot and more; each checks that the ``earlier`` canaries'
+    work dirs are gone), a C and a bash program."""
+    canaries = [
+        py(CANARY, sleep=0.15, forks=PIDS_BOUND - 16, threads=20, earlier=earlier or []) for _ in range(2 * SLOTS)
+    ]
     return [*canaries, c(C_CANARY, '5', '2 3'), bash(BASH_CANARY, '9', '4 5')]
 
 
@@ -347,12 +350,14 @@ class SlotHealth:
         self.servers: set[int] = set()
         self.restart_expected = False
         self.reports: dict[str, dict[str, Any]] = {}
+        self.workdirs: list[str] = []
+        """The work dirs of the last canaries: a later canary checks they are gone."""
 
     def check(self) -> None:
         """Every slot answers honest programs correctly, in a clean state; nothing is left over."""
         seen: dict[str, dict[str, Any]] = {}
         for _ in range(4):
-            subs = health_batch()
+            subs = health_batch(self.workdirs[-4 * SLOTS :])
             results = batch(self.url, subs)
             for result in results[: 2 * SLOTS]:
                 accepted(result)
@@ -361,6 +366,8 @@ class SlotHealth:
                 assert got['shm'] == [], f'a /dev/shm entry survived into a later execution: {got}'
                 assert got['left'] == [], f"an earlier execution's work dir survived: {got}"
                 assert got['forks'] == 'OK' and got['threads'] == 'OK', f'the slot lost processes: {got}'
+                assert got['cwd'] not in self.workdirs, f'a work dir was used twice: {got}'
+                self.workdirs.append(got['cwd'])
                 seen[got['slot']] = got
             accepted(results[-2], '5\n')
             accepted(results[-1], '9\n')

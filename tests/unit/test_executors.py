@@ -1,6 +1,7 @@
 """The executors: interpreted languages derive from `Executor`, compiled ones from `CompiledExecutor`,
 and every request they send the slot (command lines, files, compile keys and cache paths) is the one
-the code of 383bec0 sent (`tests/unit/pins`)."""
+the code of 383bec0 sent (`tests/unit/pins`), but for the compile's file-size bound, which is now
+`JUDGE_COMPILE_ARTIFACT_MB` (64 MiB) instead of 256 MiB."""
 
 from __future__ import annotations
 

@@ -74,8 +74,9 @@ DENIED_SYSCALLS = (
     'reboot', 'swapon', 'swapoff', 'acct', 'quotactl', 'quotactl_fd', 'syslog',
     'open_by_handle_at', 'name_to_handle_at', 'iopl', 'ioperm',
     'settimeofday', 'clock_settime', 'clock_adjtime', 'adjtimex', 'sethostname', 'setdomainname',
-    # SysV IPC objects outlive the process that made them: a channel between executions
+    # SysV IPC objects and POSIX message queues outlive the process that made them: a channel between executions
     'shmget', 'msgget', 'semget',
+    'mq_open', 'mq_unlink', 'mq_timedsend', 'mq_timedreceive', 'mq_notify', 'mq_getsetattr',
 )  # fmt: skip
 
 SYSCALLS_X86_64: Mapping[str, int] = {
@@ -90,6 +91,8 @@ SYSCALLS_X86_64: Mapping[str, int] = {
     'syslog': 103, 'open_by_handle_at': 304, 'name_to_handle_at': 303, 'iopl': 172, 'ioperm': 173,
     'settimeofday': 164, 'clock_settime': 227, 'clock_adjtime': 305, 'adjtimex': 159,
     'sethostname': 170, 'setdomainname': 171, 'shmget': 29, 'semget': 64, 'msgget': 68,
+    'mq_open': 240, 'mq_unlink': 241, 'mq_timedsend': 242, 'mq_timedreceive': 243, 'mq_notify': 244,
+    'mq_getsetattr': 245,
 }  # fmt: skip
 
 SYSCALLS_AARCH64: Mapping[str, int] = {
@@ -104,6 +107,8 @@ SYSCALLS_AARCH64: Mapping[str, int] = {
     'syslog': 116, 'open_by_handle_at': 265, 'name_to_handle_at': 264,
     'settimeofday': 170, 'clock_settime': 112, 'clock_adjtime': 266, 'adjtimex': 171,
     'sethostname': 161, 'setdomainname': 162, 'msgget': 186, 'semget': 190, 'shmget': 194,
+    'mq_open': 180, 'mq_unlink': 181, 'mq_timedsend': 182, 'mq_timedreceive': 183, 'mq_notify': 184,
+    'mq_getsetattr': 185,
 }  # fmt: skip
 
 # machine name -> (AUDIT_ARCH value, syscall table, has the x32 ABI)

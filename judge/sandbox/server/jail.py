@@ -36,6 +36,10 @@ class Jail:
         self.allow_unsafe = bool(config.get('allow_unsafe', False))
         self.work_root = os.path.realpath(str(config.get('work_root', '/tmp/judge-work')))
         self.work_base = os.path.join(self.work_root, f'slot{self.slot}')
+        self.shm_dir = os.path.join(self.work_base, 'shm')
+        """Where the namespaces tier's ``/dev/shm`` leads: each execution's own is mounted there."""
+        self.last_pid_fd = -1
+        """Sets the slot's pid namespace's last pid (namespaces tier; -1: none)."""
         self.extra_env = {str(k): str(v) for k, v in (config.get('env') or {}).items()}
         self.memory_mb = int(config['memory_mb'])
         """The memory cgroup's limit, MiB (`SlotConfig.memory_mb`; each execution sets its own, `effective_limits`)."""
@@ -79,7 +83,8 @@ class Jail:
         if self.tier in ('namespaces', 'landlock'):
             self._mount_work_tmpfs()
             private = self.tier == 'namespaces'  # its /proc and /dev/shm are the slot's own
-            writable = [self.work_base, '/dev/null'] + (['/dev/shm'] if private else [])
+            # the namespaces tier's /dev/shm is a link into the work space (`judge.sandbox.server.spaces`)
+            writable = [self.work_base, '/dev/null'] + ([] if private else ['/dev/shm'])
             readable = read_paths(self.extra_read) + (['/proc'] if private else [])
             self.landlock_fd = landlock.build_ruleset(readable, writable)
             self.detail['landlock_abi'] = landlock.abi_version()
@@ -114,11 +119,12 @@ class Jail:
         namespaces.set_pdeathsig(signal.SIGKILL)
         keep = [*self.cgroup.roots] if self.cgroup is not None else []
         keep += [*self.cpu.roots] if self.cpu is not None else []
-        mounts.enter_filesystem(
+        self.last_pid_fd = mounts.enter_filesystem(
             self.work_base,
             list(dict.fromkeys([*keep, *self.keep_writable])),
             [*self.keep_writable, *self.extra_read],
             self.hide,
+            self.shm_dir,
         )
 
     def _prepare_work_base(self) -> None:
@@ -221,11 +227,6 @@ class Jail:
             return self.cgroup.tasks()
         except OSError:
             return len(self.cgroup.procs())
-
-    def scrub(self) -> None:
-        """Remove what executions wrote outside their work dir (the slot's private ``/dev/shm``)."""
-        if self.tier == 'namespaces':
-            remove_tree('/dev/shm', keep_root=True)
 
 
 def _kill_uid(uid: int) -> None:

@@ -18,11 +18,10 @@ from typing import Any
 from judge.sandbox.errors import SlotUnhealthy, ZygoteLost
 from judge.sandbox.kernel import namespaces
 from judge.sandbox.lazylog import get_logger
-from judge.sandbox.server.cleanup import remove_entry, remove_tree
 from judge.sandbox.server.execute import Spare, kill_process, kill_process_group, reap_orphans
 from judge.sandbox.server.jail import Jail
 from judge.sandbox.server.parents import BARE, LEAN, RENEW_EXECS, RENEW_S, SCIENTIFIC, WarmParents
-from judge.sandbox.server.workdir import done_path, give_to
+from judge.sandbox.server.spaces import Spaces
 from judge.sandbox.server.zygotes import Zygote, spawn_zygote
 
 logger = get_logger('judge.sandbox.server.lifecycle')
@@ -42,6 +41,7 @@ class SlotLife:
         # before the jail hides the project directory: the zygotes import the package through it
         self.package_fd = os.open(PACKAGE_ROOT, os.O_PATH | os.O_DIRECTORY | os.O_CLOEXEC)
         self.jail = Jail(config)
+        self.spaces = Spaces(self.jail)
         self.prep = self.jail.child_prep()
         self.prep.server_pid = os.getpid()
         if os.getpid() != 1:  # outside a pid namespace: orphans of a dead zygote come back to us
@@ -73,28 +73,18 @@ class SlotLife:
     def _fork_spare(self, kind: str = LEAN) -> Spare:
         lineage = self.parents.lineage(kind)
         for attempt in (0, 1):
-            workdir = self._workdir()
+            workdir = self.spaces.new_workdir()
             try:
+                self.spaces.randomize_pids()
                 spare = lineage.spare(workdir)
                 self.spare_kind = kind
                 return spare
             except ZygoteLost:  # the lineage dropped the dead zygote: the next try starts a new one
-                remove_tree(workdir)
+                self.spaces.drop_workdir(workdir)
                 if attempt:
                     raise
                 logger.error('a %s zygote died; starting a new one', kind)
         raise AssertionError('unreachable')
-
-    def _workdir(self) -> str:
-        self.counter += 1
-        path = os.path.join(self.jail.work_base, f'w{self.counter}')
-        try:
-            os.mkdir(path, 0o700)
-        except FileExistsError:  # cannot happen in a fresh work space; be sure anyway
-            remove_entry(path)
-            os.mkdir(path, 0o700)
-        give_to(self.jail, path)
-        return path
 
     def _take_spare(self, kind: str = LEAN, exact: bool = False) -> Spare:
         """The waiting spare if it suits ``kind`` (`_suits`), else a new one of ``kind``."""
@@ -128,7 +118,7 @@ class SlotLife:
             spare.discard()
         except ZygoteLost:
             pass
-        remove_tree(spare.workdir)
+        self.spaces.drop_workdir(spare.workdir)
 
     def refill(self) -> None:
         """Fork the next execution's child ahead of its request (off the critical path), from the
@@ -162,12 +152,7 @@ class SlotLife:
                 self._drop_zygote(spare.parent)
         self._settle()
         if workdir is not None:
-            remove_tree(workdir)
-            try:
-                os.unlink(done_path(workdir))
-            except FileNotFoundError:  # not warm Python
-                pass
-        self.jail.scrub()
+            self.spaces.drop_workdir(workdir)
 
     def _settle(self) -> None:
         """Kill everything left in the slot and wait until every one of its processes is reaped."""

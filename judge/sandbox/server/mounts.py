@@ -16,7 +16,16 @@ SCRATCH_DIRS = ('/tmp', '/var/tmp')
 PROJECT_DIR = os.path.dirname(os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__)))))
 SHM_TMPFS_MB = 16
 SHM_TMPFS_INODES = 4096
-"""Entries in the slot's ``/dev/shm``: bounds what the clean-up after an execution may have to remove."""
+"""An execution's ``/dev/shm``: its size and entries (`judge.sandbox.server.spaces`)."""
+DEV_NODES = ('null', 'zero', 'full', 'random', 'urandom')
+"""The host's device nodes a slot's ``/dev`` shows (Landlock allows reading only some of them)."""
+DEV_LINKS = {
+    'fd': '/proc/self/fd',
+    'stdin': '/proc/self/fd/0',
+    'stdout': '/proc/self/fd/1',
+    'stderr': '/proc/self/fd/2',
+}
+NS_LAST_PID = '/proc/sys/kernel/ns_last_pid'
 
 
 def mount_private_proc() -> None:
@@ -32,21 +41,32 @@ def mount_private_proc() -> None:
         namespaces.mount_proc('/proc', 'hidepid=2')
 
 
-def enter_filesystem(work_base: str, keep_writable: Sequence[str], visible: Sequence[str], hide: Sequence[str]) -> None:
-    """Make the mount namespace the slot's own (call as pid 1 of fresh mount and pid namespaces).
+def enter_filesystem(
+    work_base: str, keep_writable: Sequence[str], visible: Sequence[str], hide: Sequence[str], shm: str
+) -> int:
+    """Make the mount namespace the slot's own (call as pid 1 of fresh mount and pid namespaces); a
+    descriptor that sets the pid namespace's last pid (-1 when it cannot be had: `judge.sandbox.server.spaces`).
 
     ``keep_writable`` mount points stay writable (cgroup hierarchies, the compile cache: written by
-    the root server only); ``visible`` paths stay reachable inside hidden or scratch directories.
+    the root server only); ``visible`` paths stay reachable inside hidden or scratch directories;
+    ``/dev/shm`` leads to ``shm``, where each execution's own is mounted.
     """
     namespaces.make_mounts_private()
     os.makedirs(work_base, exist_ok=True)
     mount_private_proc()
+    writable_files = []
+    try:  # a mount of its own, kept writable below (root's only: DAC and Landlock keep programs out)
+        namespaces.mount(NS_LAST_PID, NS_LAST_PID, None, namespaces.MS_BIND)
+        writable_files.append(NS_LAST_PID)
+    except OSError:
+        pass
+    private_dev(shm)
     for path in keep_writable:
         os.makedirs(path, mode=0o755, exist_ok=True)
         if not os.path.ismount(path):
             namespaces.mount(path, path, None, namespaces.MS_BIND)
     # Device nodes stay usable (/dev/null, /dev/urandom); DAC keeps the rest root-only.
-    namespaces.remount_readonly_recursive('/', keep_writable=list(keep_writable), nodev=False)
+    namespaces.remount_readonly_recursive('/', keep_writable=[*keep_writable, *writable_files], nodev=False)
     # The interpreter's prefixes (the submission runtime) stay visible, read-only, wherever they
     # live; the directories around them are hidden all the same.
     prefixes = {sys.prefix, sys.base_prefix} - {'/', '/usr'}
@@ -59,7 +79,32 @@ def enter_filesystem(work_base: str, keep_writable: Sequence[str], visible: Sequ
         if os.path.isdir(path):
             hide_keeping(path, [p for p in shown if inside(p, path)])
     os.makedirs(work_base, exist_ok=True)
-    namespaces.mount_tmpfs('/dev/shm', SHM_TMPFS_MB, mode=0o1777, inodes=SHM_TMPFS_INODES)
+    try:
+        return os.open(NS_LAST_PID, os.O_WRONLY | os.O_CLOEXEC)
+    except OSError:
+        return -1
+
+
+def private_dev(shm: str) -> None:
+    """A ``/dev`` of the slot's own: a few of the host's device nodes (bound), the usual links, and
+    ``shm`` a link to ``shm`` (a directory of the work space, so each execution can get its own; a
+    mount on the host's ``/dev/shm`` would lie outside the Landlock rules)."""
+    handles = {}
+    for name in DEV_NODES:
+        try:
+            handles[name] = os.open(f'/dev/{name}', os.O_PATH | os.O_CLOEXEC)
+        except FileNotFoundError:
+            continue
+    try:
+        namespaces.mount_tmpfs('/dev', 1, mode=0o755)
+        for name, fd in handles.items():
+            os.close(os.open(f'/dev/{name}', os.O_CREAT | os.O_WRONLY | os.O_CLOEXEC, 0o666))
+            namespaces.mount(f'/proc/self/fd/{fd}', f'/dev/{name}', None, namespaces.MS_BIND)
+    finally:
+        for fd in handles.values():
+            os.close(fd)
+    for name, target in {**DEV_LINKS, 'shm': shm}.items():
+        os.symlink(target, f'/dev/{name}')
 
 
 def hide_keeping(path: str, keep: list[str]) -> None:

@@ -91,7 +91,7 @@ class Outcome(NamedTuple):
     stderr: str
 
 
-_WORK_DIR = re.compile(r'/[^"\'\s]*/w\d+(?=[/"\'\s]|$)')
+_WORK_DIR = re.compile(r'/[^"\'\s]*/(?:x[0-9a-f]+/w|w[0-9a-f]+)(?=[/"\'\s]|$)')
 _ADDRESS = re.compile(r' at 0x[0-9a-f]+')
 
 

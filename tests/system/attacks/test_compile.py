@@ -1,9 +1,12 @@
-"""Compile: a compile failure caused by the slot (out of processes, memory or time) served from the cache.
+"""Compile: a failure the slot caused served from the cache, or a failure the source caused masked.
 
-Only deterministic compiler diagnostics are cached (`judge.executors.base`): the decision uses what the
-sandbox measured (limits hit, forks refused by the pids cgroup, signals, the exit code), never the
-compiler's text.  A compile the slot starved is compiled again (failing again, it is an infrastructure
-error: tests/sandbox/test_healing.py); nothing of the failure is cached.
+Only deterministic compiler diagnostics are cached (`judge.executors.compiled`): the decision uses what
+the sandbox measured (limits hit, forks refused by the pids cgroup, signals, the exit code), never the
+compiler's text.  A compile the slot starved is compiled again; nothing of the failure is cached.  A
+source that makes the compiler run out of time, memory or file size, or crash, gets a compile error
+saying so, never an infrastructure error (masked by trainers) nor a `queue_timeout` (the compile leaves
+the run its time within the route's wait); only a node that cannot compile a control program answers
+`internal_error` (tests/sandbox/test_healing.py).
 """
 
 from __future__ import annotations
@@ -17,6 +20,7 @@ from contextlib import contextmanager
 import pytest
 
 from tests.support.attack_kit import C_CLONE, CLONE_NR, CLONE_PARENT, SlotHealth, accepted, bash, batch, c, py, survived
+from tests.support.helpers import post
 from tests.support.host_view import pids_cgroup_dir
 
 pytestmark = [pytest.mark.integration, pytest.mark.attack, pytest.mark.both_paths]
@@ -131,3 +135,53 @@ def test_compiler_text_cannot_turn_a_compile_error_into_an_infrastructure_error(
     for result in first + again:
         assert result['verdict'] == 'compile_error', result
     assert [r['compile_cached'] for r in again] == [True, True, True], again  # deterministic: cached
+
+
+COMPILE_BOMBS = {
+    'c_preprocessor': (
+        'c',
+        '#define X0 x\n'
+        + ''.join(f'#define X{i} X{i - 1} X{i - 1}\n' for i in range(1, 31))
+        + 'int main(void) { int x = 0; X30; return 0; }\n',
+    ),
+    'cpp_constexpr_loop': (
+        'cpp',
+        'constexpr long f() { long s = 0; for (long i = 0; i < 200000; ++i) for (long j = 0; j < 200000; ++j) '
+        's += i ^ j; return s; }\nconstexpr long v = f();\nint main() { return v & 1; }\n',
+    ),
+    'rust_huge_static': (
+        'rust',
+        'static BIG: [u8; 300 << 20] = [1; 300 << 20];\nfn main() { println!("{}", BIG[7]); }\n',
+    ),
+    'go_huge_array': (
+        'go',
+        'package main\nimport "fmt"\nvar big = [300 << 20]byte{1}\nfunc main() { fmt.Println(big[0]) }\n',
+    ),
+    'java_deep_expression': (
+        'java',
+        'public class Main { public static void main(String[] a) { int x = ' + '(' * 3000 + '1' + ')' * 3000 + ';'
+        ' System.out.println(x); } }\n',
+    ),
+}
+
+
+@pytest.mark.parametrize('route', ['/run', '/run/batch'])
+def test_a_source_that_breaks_its_compiler_gets_a_compile_error_in_time(
+    gateway_url: str, health: SlotHealth, route: str
+) -> None:
+    """Every compiled language: a bomb of time, file size or the compiler's own stack is the source's
+    compile error, never an infrastructure error or a `queue_timeout` the source chose (one at a time: a
+    queue behind bombs is the load's `queue_timeout`, which these do not measure)."""
+    for name, (language, source) in COMPILE_BOMBS.items():
+        sub = {'type': language, 'solution': f'{source}// {uuid.uuid4().hex}\n'}
+        if route == '/run':
+            result = post(gateway_url, '/run', sub, timeout_s=150)
+        else:
+            (result,) = batch(gateway_url, [sub], route=route)
+        assert result['verdict'] == 'compile_error' and result['reason'] not in ('internal_error', 'queue_timeout'), (
+            name,
+            result,
+        )
+        assert result['compile_cached'] is False, (name, result)
+        if name in ('c_preprocessor', 'cpp_constexpr_loop', 'rust_huge_static'):  # time or memory, by the machine
+            assert result['stderr'].startswith('compilation exceeded the '), (name, result['stderr'][:200])

@@ -42,7 +42,7 @@ def test_a_sandbox_failure_is_the_submissions_internal_error(monkeypatch: pytest
     from judge.worker import service as worker
 
     class BrokenRunner:
-        def run(self, _sub: object) -> object:
+        def run(self, _sub: object, wait_s: float | None = None) -> object:
             raise SandboxError('slot server failed to start')
 
     service = worker.Service(Settings())
