@@ -72,7 +72,7 @@ def broker_transport_options(settings: Settings, visibility_timeout_s: int) -> d
         'visibility_timeout': visibility_timeout_s,
         'unacked_restore_interval': 5,
         'unacked_restore_throttle': 1,
-        'socket_timeout': 30,
+        'socket_timeout': settings.redis_timeout_s,
         'socket_connect_timeout': 5,
         'health_check_interval': 25,
     }
