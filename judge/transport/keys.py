@@ -73,9 +73,9 @@ class KeySpace:
         """Hash: ``<node>/<slot>`` -> JSON of that sandbox slot's information (its memory)."""
         return f'{self.prefix}slots'
 
-    def reply(self, request_id: str) -> str:
-        """The reply list of one request."""
-        return f'{self.prefix}reply:{request_id}'
+    def reply(self, request_id: str, attempt: int = 0) -> str:
+        """The reply list of one request's ``attempt`` (0: the first publish; n: the n-th republish)."""
+        return f'{self.prefix}reply:{request_id}' + (f'.{attempt}' if attempt else '')
 
     def live(self, request_id: str) -> str:
         """The liveness key of one request."""
