@@ -82,6 +82,21 @@ def broker_transport_options(settings: Settings, visibility_timeout_s: int) -> d
     return options
 
 
+def result_backend_retry_policy(settings: Settings) -> dict[str, Any]:
+    """Celery's Redis result backend retries (``result_backend_transport_options['retry_policy']``).
+
+    A stock-path worker storing a result while the broker is away keeps trying for up to the outage
+    window (Celery's default: 20 tries, about 20 s); the gateway's result consumer reconnects the same way.
+    """
+    return {
+        'max_retries': None,
+        'interval_start': 0,
+        'interval_step': 0.5,
+        'interval_max': 1,
+        'timeout': settings.broker_outage_s,
+    }
+
+
 def redis_tls(settings: Settings) -> dict[str, Any] | None:
     """``broker_use_ssl`` / ``redis_backend_use_ssl`` for a ``rediss://`` URL (None otherwise)."""
     tls: dict[str, Any] | None = Shard.from_settings(settings).address.celery_redis_options().get('use_ssl')
