@@ -8,6 +8,7 @@ Celery's queues live in kombu's Redis layout: one list per queue and priority st
 * ``judge:live:<request>``: exists while a request waits; gone means Redis lost its data;
 * ``judge:cancelled``: ZSET of reply keys whose client went away (score: expiry, epoch seconds);
 * ``judge:nodes``: hash of worker node name -> JSON of its sandbox tier and toolchains;
+* ``judge:reconnects``: hash of worker node name -> JSON of its broker reconnections;
 * ``judge:inflight``: hash of gateway process -> submissions it admitted and has not answered, and
   ``judge:gateways``: ZSET of gateway processes scored by when their lease ends (the cluster-wide
   in-flight cap, `judge.transport.admission`; kept in the first shard only).
@@ -57,6 +58,11 @@ class KeySpace:
     def nodes(self) -> str:
         """Hash: worker node name -> JSON of its node information."""
         return f'{self.prefix}nodes'
+
+    @property
+    def reconnects(self) -> str:
+        """Hash: worker node name -> JSON of its broker reconnections (count, last outage)."""
+        return f'{self.prefix}reconnects'
 
     @property
     def in_flight(self) -> str:

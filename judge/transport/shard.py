@@ -128,3 +128,12 @@ class Shard:
     def publish_slot_info(self, node: str, slot: int, info: dict[str, Any]) -> None:
         """Record ``info`` (JSON-able) as slot ``slot`` of node ``node``'s, for `/status`."""
         self.client.hset(self.keys.slots, f'{node}/{slot}', json.dumps(info))
+
+    def publish_reconnects(self, node: str, info: dict[str, Any]) -> None:
+        """Record how often worker node ``node`` reconnected to this broker (JSON-able ``info``)."""
+        self.client.hset(self.keys.reconnects, node, json.dumps(info))
+
+    async def reconnect_infos(self) -> dict[str, dict[str, Any]]:
+        """What each worker node recorded about its reconnections (`publish_reconnects`)."""
+        raw = await self.aclient.hgetall(self.keys.reconnects)
+        return {(k.decode() if isinstance(k, bytes) else str(k)): json.loads(v) for k, v in raw.items()}

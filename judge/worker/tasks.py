@@ -20,6 +20,7 @@ from judge.contracts import RUN_TASK, Job, ResultDict, RunPayload
 from judge.procname import name_process
 from judge.settings import get_settings
 from judge.transport.config import wiring
+from judge.transport.reconnects import BrokerWatch
 from judge.worker.service import Service
 
 logger = logging.getLogger('judge.worker.tasks')
@@ -29,6 +30,7 @@ SOFT_LIMIT_MARGIN_S = 2.0
 """A result waits for an absent broker until this long before the task's soft time limit, at most:
 the limit would otherwise abandon the slot (`Service.abandon_slot`)."""
 service = Service(get_settings())
+app.steps['consumer'].add(BrokerWatch)  # logs, counts and announces the consumer's reconnections
 
 
 def as_job(args: tuple[Any, ...]) -> Job | None:
