@@ -1,7 +1,8 @@
 """The worker's broker reconnections: logged, counted in Redis for `/status` and `/metrics`, sent to Flower.
 
 Celery's consumer reconnects by itself when it loses the broker (``broker_connection_retry``; kombu
-waits 2 s, 4 s, 6 s ... up to 30 s between tries) and keeps its pool meanwhile, so the pool processes
+waits 2 s, 4 s, 6 s ... up to 30 s between tries, the fast path's consumer 0.5 s to 2 s,
+`judge.transport.internals.consumer`) and keeps its pool meanwhile, so the pool processes
 keep their warm sandbox slots and a result computed during the outage waits in its pool process
 (`judge.transport.replies`, or Celery's result backend retries on the stock path).
 
@@ -9,8 +10,8 @@ keep their warm sandbox slots and a result computed during the outage waits in i
 consumer stops its steps when the connection is lost and starts them again once it has reconnected,
 so every start after the first is one reconnection.  Each one is logged with the outage as this
 worker saw it, recorded as ``{count, last_outage_s, at}`` under the node's name in the shard's
-``judge:reconnects`` hash, and announced with a ``worker-broker-reconnected`` task event, which
-Flower counts per worker.
+``judge:reconnects`` hash, and announced with a ``worker-broker-reconnected`` event, which Flower
+counts per worker (when it is connected at that moment).
 """
 
 from __future__ import annotations
