@@ -7,8 +7,10 @@
 * ``worker_consumer``: `judge.transport.internals.consumer.Consumer`: coalesced event flushes;
 * the task's ``Request`` class: `judge.transport.internals.request.Request`: no ``task-started`` event.
 
-``JUDGE_TRANSPORT=stock`` leaves all three at Celery's defaults, and the gateway publishes with
-``send_task`` and collects from the result backend (`judge.transport.stockpath`).  Both paths share
+``JUDGE_TRANSPORT=stock`` leaves the consumer and the request at Celery's defaults and uses kombu's
+Redis transport with one guard only (`judge.transport.internals.guard`: a worker must not stop
+after a broker loss), and the gateway publishes with ``send_task`` and collects from the result
+backend (`judge.transport.stockpath`).  Both paths share
 the queues, the key layout and the result backend, so a cluster can switch paths one process at a
 time: the worker delivers each job the way the gateway that sent it waits (`judge.contracts.Job`).
 """
@@ -37,7 +39,7 @@ class Wiring:
 
     path: str
     broker_transport: str | None
-    """A kombu transport, or None for kombu's own choice from the URL."""
+    """A kombu transport (None: kombu's own choice from the URL)."""
     worker_consumer: str
     task_request: str
 
@@ -49,7 +51,10 @@ def _name(cls: type) -> str:
 def wiring(settings: Settings) -> Wiring:
     """The Celery classes of ``settings.transport``; the fast path's internals are verified first."""
     if settings.transport == 'stock':
-        return Wiring('stock', None, CELERY_CONSUMER, CELERY_REQUEST)
+        from judge.transport.internals import guard
+
+        guarded = guard.SentinelTransport if is_sentinel(settings.broker_url) else guard.Transport
+        return Wiring('stock', _name(guarded), CELERY_CONSUMER, CELERY_REQUEST)
     from judge.transport import internals
 
     internals.verify()

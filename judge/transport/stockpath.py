@@ -37,6 +37,9 @@ logger = logging.getLogger('judge.transport.stockpath')
 
 THREADS = 32
 _REJOIN_S = 0.1
+REVOKE_AGAIN_S = 5.0
+"""A republish revokes the superseded tasks at once and again this much later (Celery's revoke is a
+broadcast: a worker still reconnecting to the broker misses it)."""
 JOIN_POLL_S = 0.005
 """``join_native``'s ``interval``: Celery first reads every pending result (one MGET), then sleeps this
 long if any is missing before it waits for their pub/sub messages (0.5 s by default)."""
@@ -104,11 +107,12 @@ class StockWaiting:
         self._join: asyncio.Future[tuple[list[tuple[str, Any]], BaseException | None]] | None = None
         self._until = 0.0
         """When the last published tasks expire (the loop's clock)."""
+        self._revoke_again: asyncio.TimerHandle | None = None
 
     async def publish(self, indices: list[int], expires_s: float) -> None:
         """The live key, then one ``send_task`` per job (one Celery group); then the earlier tasks of
-        the same submissions still unanswered are revoked (a worker that misses the broadcast runs
-        its copy: the first answer counts)."""
+        the same submissions still unanswered are revoked, now and `REVOKE_AGAIN_S` later (a worker
+        that misses both broadcasts runs its copy: the first answer counts)."""
         attempt = self.attempts
         self.attempts += 1
         self._until = asyncio.get_running_loop().time() + expires_s
@@ -122,6 +126,17 @@ class StockWaiting:
         await self.path._in_thread(self.path._send, jobs, self.lane, expires_s, self.batch, attempt)
         if earlier:
             await self._revoke(earlier)
+            if self._revoke_again is not None:
+                self._revoke_again.cancel()
+            self._revoke_again = asyncio.get_running_loop().call_later(REVOKE_AGAIN_S, self._again, earlier)
+
+    def _again(self, ids: list[str]) -> None:
+        """Revoke ``ids`` once more: workers that were still reconnecting missed the first broadcast."""
+        self._revoke_again = None
+        left = [task_id for task_id in ids if task_id in self.pending]
+        if left:
+            task = asyncio.get_running_loop().create_task(self._revoke(left))
+            task.add_done_callback(lambda t: t.cancelled() or t.exception())
 
     def _join_ids(self, ids: list[str], timeout_s: float) -> tuple[list[tuple[str, Any]], BaseException | None]:
         """What arrived within ``timeout_s``, and the error that ended the wait early (kept results first)."""
@@ -205,6 +220,8 @@ class StockWaiting:
 
     async def close(self, drained: bool) -> None:
         """Stored results expire by themselves (``result_expires``); so does the live key."""
+        if self._revoke_again is not None:
+            self._revoke_again.cancel()
         if self._join is not None:
             self._join.add_done_callback(lambda f: f.cancelled() or f.exception())
         if drained:

@@ -2,9 +2,9 @@
 
 * `BrokerHealth` (gateway): waits for the broker, gives up after the outage window, counts outages;
 * `Replies.push` (worker): holds a result until the broker is back;
-* the fast path's kombu channel: a channel closed after its connection was collected raises a
-  connection error (which Celery ignores), where kombu's own raises ``AttributeError`` (which stops
-  the worker).
+* the guarded kombu channels of both paths: a channel used after its connection was collected
+  raises a connection error (which Celery ignores), where kombu's own raises ``AttributeError``
+  (which stops the worker).
 """
 
 from __future__ import annotations
@@ -24,6 +24,7 @@ from kombu.transport import redis as kombu_redis
 
 from judge.results import internal_error
 from judge.transport.connect import RedisAddress
+from judge.transport.internals import guard
 from judge.transport.internals import kombu_redis as ours
 from judge.transport.outage import BrokerHealth, is_broker_fault
 from judge.transport.replies import Replies
@@ -153,21 +154,25 @@ def test_a_result_gives_up_at_its_deadline(server: Server) -> None:
     assert is_broker_fault(redis.ConnectionError('refused')) and not is_broker_fault(ValueError('bug'))
 
 
-def _collected_channel(url: str, transport: type) -> object:
+def _collected_channel(url: str, kind: type) -> object:
     """A channel whose pool was dropped and whose connection Celery has collected (a broker loss)."""
-    conn = Connection(url, transport=transport)
+    conn = Connection(url, transport=kind)
     channel = conn.default_channel
     channel._pool = None  # kombu drops the pools when it closes the channel
     conn._do_close_transport()  # what Connection.collect() does: the transport forgets its connection
     return channel
 
 
-def test_a_collected_channel_fails_as_a_connection_error(server: Server) -> None:
-    channel = _collected_channel(server.url, ours.Transport)
+@pytest.mark.parametrize('kind', [ours.Transport, guard.Transport], ids=['fast', 'stock'])
+def test_a_collected_channel_fails_as_a_connection_error(server: Server, kind: type) -> None:
+    channel = _collected_channel(server.url, kind)
     with pytest.raises(redis.ConnectionError), channel.conn_or_acquire():  # type: ignore[attr-defined]
         pass
-    with pytest.raises(redis.ConnectionError):  # a late ack of a message it delivered: packed, then kombu's own
+    with pytest.raises(redis.ConnectionError):  # a late ack of a message it delivered
         channel.qos.ack('a-delivery-tag')  # type: ignore[attr-defined]
-    kombus = _collected_channel(server.url, kombu_redis.Transport)
+
+
+def test_kombus_own_channel_fails_with_an_attribute_error(server: Server) -> None:
+    kombus = _collected_channel(server.url, kombu_redis.Transport)  # unguarded
     with pytest.raises(AttributeError), kombus.conn_or_acquire():  # type: ignore[attr-defined]
-        pass  # kombu's own: why the fast path's channel catches it (if this starts failing, kombu fixed it)
+        pass  # kombu's own: why both paths guard it (if this starts failing, kombu fixed it)

@@ -118,6 +118,12 @@ INTERNALS: tuple[Internal, ...] = (
         'celery.worker.consumer:Consumer._flush_events', 'judge.transport.internals.consumer', 'called to flush', ()
     ),
     Internal(
+        'kombu.transport.virtual:Transport.client',
+        'judge.transport.internals.guard',
+        'None once Celery collected the connection: the guarded channels fail as connection errors then',
+        None,
+    ),
+    Internal(
         'celery.worker.consumer:Consumer.ensure_connected',
         'judge.transport.internals.consumer',
         "overridden: reconnects through the connection's ensure_connection, which gets shorter intervals",
