@@ -78,7 +78,9 @@ class Dispatcher:
         self.health = health or BrokerHealth(shard)
 
     async def aclose(self) -> None:
-        """Release the path's threads (a path that holds some has ``close()``) and the shard's asyncio client."""
+        """Stop watching the broker; release the path's threads (a path that holds some has ``close()``)
+        and the shard's asyncio client."""
+        self.health.close()
         close = getattr(self.path, 'close', None)
         if close is not None:
             close()

@@ -152,6 +152,12 @@ class BrokerHealth:
             return event.is_set()
         return True
 
+    def close(self) -> None:
+        """Stop probing and watching (the gateway process stops)."""
+        for task in (self._prober, self._watcher):
+            if task is not None:
+                task.cancel()
+
     def count_republished(self, n: int) -> None:
         """``n`` submissions were published again after a fault."""
         self.republished += n
