@@ -57,8 +57,8 @@ test-scale: install runtime
 
 # Broker faults under load (tests/system/test_broker_faults.py): Redis killed and restarted empty, a
 # Sentinel failover to a replica missing the tail, Redis paused past the client timeouts; each on both
-# transport paths with a batch of 500 and /run calls in flight.  About four minutes; `make test` runs
-# the restart on the fast path only.
+# transport paths with a batch of 500 and /run calls in flight.  About four minutes; not part of
+# `make test` (which restarts Redis under a small batch, tests/test_faults.py).
 test-broker-faults: install runtime
 	@scripts/system-deps.sh --test
 	JUDGE_TEST_BROKER_FAULTS=1 $(PY) -m pytest tests/system/test_broker_faults.py

@@ -21,9 +21,9 @@ A last test kills Redis for good: requests answer ``internal_error`` saying the 
 unreachable once the outage window (``JUDGE_BROKER_OUTAGE_S``, 4 s there) has passed, and the stack
 serves again when Redis is back.
 
-`make test` runs the restart on the fast path (two gateway processes, Flower watching) and the last
-test; the rest (about four minutes) runs with ``JUDGE_TEST_BROKER_FAULTS=1``: ``make
-test-broker-faults``.
+`make test` runs the last test only (tests/test_faults.py restarts Redis under a small batch there);
+the rest (about four minutes) runs with ``JUDGE_TEST_BROKER_FAULTS=1``: ``make test-broker-faults``.
+The restart on the fast path runs with two gateway processes and Flower watching.
 """
 
 from __future__ import annotations
@@ -230,6 +230,7 @@ def _check(m: Measured, bound_s: float) -> None:
     assert m.recover_s < bound_s, m.line()
 
 
+@HEAVY
 def test_redis_restarted_empty_mid_batch_loses_nothing(tmp_path: Path) -> None:
     """The fast path, two gateway processes, Flower watching."""
     _check(run_scenario(tmp_path, 'fast', 'restart', gateways=2, flower=True), 15)
