@@ -8,7 +8,7 @@ STAMP := $(VENV)/.installed
 CONSTRAINTS := constraints.txt
 BASE_PYTHON ?= $(shell command -v python3.11 >/dev/null 2>&1 && python3.11 -c 'import sys;print(sys.executable)' || python3 -c 'import sys;print(sys.executable)')
 
-.PHONY: install runtime run test test-unit test-min test-stock test-deploy test-scale test-image test-verl test-rlinf test-doors test-client lint typecheck format bench soak clean system-deps lock
+.PHONY: install runtime run test test-unit test-min test-stock test-deploy test-scale test-broker-faults test-image test-verl test-rlinf test-doors test-client lint typecheck format bench soak clean system-deps lock
 
 system-deps:
 	@scripts/system-deps.sh
@@ -59,6 +59,14 @@ test-deploy: install
 test-scale: install runtime
 	@scripts/system-deps.sh --test
 	JUDGE_TEST_SCALE=1 $(PY) -m pytest tests/system/test_shards.py tests/system/test_gateways.py
+
+# Broker faults under load (tests/system/test_broker_faults.py): Redis killed and restarted empty, a
+# Sentinel failover to a replica missing the tail, Redis paused past the client timeouts; each on both
+# transport paths with a batch of 500 and /run calls in flight.  About four minutes; not part of
+# `make test` (which restarts Redis under a small batch, tests/test_faults.py).
+test-broker-faults: install runtime
+	@scripts/system-deps.sh --test
+	JUDGE_TEST_BROKER_FAULTS=1 $(PY) -m pytest tests/system/test_broker_faults.py
 
 # The container recipe without a container engine: a debootstrapped Debian base (kept in
 # JUDGE_IMAGE_BASE, default /var/tmp/judge-rootfs-bookworm), deploy/Dockerfile's steps carried out

@@ -65,7 +65,22 @@ task_queues = tuple(Queue(name, routing_key=name) for name in QUEUES)
 # execution of one task (compile + run + margin), or a slow task would run twice.
 visibility_timeout = int(_s.visibility_timeout_s or max(120, 2 * _s.task_time_limit_s))
 broker_transport_options = transport.broker_transport_options(_s, visibility_timeout)
-result_backend_transport_options = {k: v for k, v in broker_transport_options.items() if k == 'master_name'}
+result_backend_transport_options = {
+    **{k: v for k, v in broker_transport_options.items() if k == 'master_name'},
+    # A result computed while the broker is away is stored once it is back (docs/reliability.md).
+    'retry_policy': transport.result_backend_retry_policy(_s),
+}
+redis_socket_timeout = _s.redis_timeout_s  # the result backend's clients (Celery's default: 120 s)
+redis_socket_connect_timeout = 5
+# Storing a stock-path result retries its whole operation (Celery's own read-before-write included)
+# for about the outage window, with 0.1 s to 1 s of jittered backoff.
+result_backend_always_retry = True
+result_backend_max_retries = int(2 * _s.broker_outage_s)
+result_backend_base_sleep_between_retries_ms = 100
+result_backend_max_sleep_between_retries_ms = 1000
+# A worker that loses the broker keeps running its tasks and delivers their results once it is back
+# (Celery 6 means to make True the default, which would throw those results away).
+worker_cancel_long_running_tasks_on_connection_loss = False
 _tls = transport.redis_tls(_s)
 if _tls:  # rediss:// with verified certificates
     broker_use_ssl = _tls

@@ -32,7 +32,7 @@ from judge.version import VERSION
 async def lifespan(app: FastAPI) -> AsyncIterator[None]:
     name_process(procname.GATEWAY)
     settings = get_settings()
-    router = open_router(celery_app, settings)
+    router = open_router(celery_app, settings, metrics.OUTAGES)
     # The in-flight cap holds for every gateway process together: counted in the first shard.
     admission = Admission(router.links[0].shard, settings.max_in_flight, settings.gateway_lease_s)
     in_flight.attach(admission)

@@ -14,6 +14,11 @@ summed over the broker shards, and per shard (`judge_shard_up`, `judge_shard_que
 submissions in flight in all gateway processes together and how many processes are live
 (`judge.transport.admission`).
 
+Broker outages (docs/reliability.md): this process's recoveries (`judge_broker_reconnects_total`,
+`judge_broker_outage_seconds`) and submissions published again (`judge_republished_submissions_total`),
+counted through `OutageMetrics`; each worker node's reconnections, read from Redis at scrape time
+(`judge_worker_broker_reconnects_total`).
+
 Several gateway processes (``judge-gateway --workers N``): each process keeps its own counters in
 ``PROMETHEUS_MULTIPROC_DIR`` (``judge-gateway`` makes and clears one when it is unset; uvicorn run by
 hand needs it set to an empty directory), and `/metrics` aggregates every process's values
@@ -39,7 +44,7 @@ from prometheus_client import (
     Histogram,
     generate_latest,
 )
-from prometheus_client.core import GaugeMetricFamily
+from prometheus_client.core import CounterMetricFamily, GaugeMetricFamily
 from prometheus_client.registry import Collector
 
 from api.deps import Gateway, GatewayDep
@@ -78,6 +83,29 @@ DOOR_SUBMISSIONS = Counter(
     'Submissions that came through a compatible door (SandboxFusion, Piston, Judge0), by verdict',
     ['door', 'verdict'],
 )
+REPUBLISHED = Counter(
+    'judge_republished_submissions',
+    'Submissions published again after a broker fault (restart, failover, outage)',
+    ['shard'],
+)
+BROKER_RECONNECTS = Counter('judge_broker_reconnects', 'Broker outages this gateway rode out, by shard', ['shard'])
+BROKER_OUTAGE = Histogram(
+    'judge_broker_outage_seconds', 'Length of the broker outages the gateway rode out', ['shard'], buckets=_SECONDS
+)
+
+
+class OutageMetrics:
+    """The gateway's `judge.transport.outage.OutageObserver`: counts recoveries and republished submissions."""
+
+    def reconnected(self, shard: str, outage_s: float) -> None:
+        BROKER_RECONNECTS.labels(shard).inc()
+        BROKER_OUTAGE.labels(shard).observe(outage_s)
+
+    def republished(self, shard: str, n: int) -> None:
+        REPUBLISHED.labels(shard).inc(n)
+
+
+OUTAGES = OutageMetrics()
 
 
 class _QueueDepth(Collector):
@@ -159,6 +187,24 @@ class _RuntimeInfo(Collector):
 _runtime_info = _RuntimeInfo()
 
 
+class _WorkerReconnects(Collector):
+    """Each worker node's broker reconnections, as it recorded them in its shard (read by the `/metrics` route)."""
+
+    def __init__(self) -> None:
+        self.nodes: dict[tuple[str, str], dict[str, Any]] = {}
+
+    def collect(self) -> Iterable[CounterMetricFamily]:
+        family = CounterMetricFamily(
+            'judge_worker_broker_reconnects', 'Broker reconnections of each worker node', labels=['shard', 'node']
+        )
+        for (shard, node), info in sorted(self.nodes.items()):
+            family.add_metric([shard, node], float(info.get('count') or 0))
+        yield family
+
+
+_worker_reconnects = _WorkerReconnects()
+
+
 def _scrape_registry() -> CollectorRegistry:
     if os.environ.get('PROMETHEUS_MULTIPROC_DIR'):
         from prometheus_client import multiprocess
@@ -169,6 +215,7 @@ def _scrape_registry() -> CollectorRegistry:
         registry = REGISTRY
     registry.register(_queue_depth)
     registry.register(_runtime_info)
+    registry.register(_worker_reconnects)
     return registry
 
 
@@ -241,10 +288,14 @@ async def metrics(gateway: GatewayDep) -> Response:
         logger.debug('metrics: no in-flight count: %s', exc)
         _queue_depth.in_flight = None
     nodes: dict[str, dict[str, Any]] = {}
+    reconnects: dict[tuple[str, str], dict[str, Any]] = {}
     for link in gateway.router.links:
         try:
             nodes |= await link.shard.node_infos()
+            for node, info in (await link.shard.reconnect_infos()).items():
+                reconnects[(link.shard.name, node)] = info
         except Exception as exc:  # the queue depth above already reports the broker's state
             logger.debug('metrics: no node info from %s: %s', link.shard.name, exc)
     _runtime_info.nodes = nodes
+    _worker_reconnects.nodes = reconnects
     return Response(generate_latest(_registry), media_type=CONTENT_TYPE_LATEST)

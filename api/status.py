@@ -1,6 +1,7 @@
-"""`/status`: queue depth per queue, live workers (answering now), node details, the transport path,
-the in-flight count of all gateway processes; with several broker shards, the sum over them and
-each shard's own line."""
+"""`/status`: queue depth per queue, live workers (answering now), node details (with their broker
+reconnections), the transport path, the in-flight count of all gateway processes, this process's
+view of broker outages (``broker_outage``); with several broker shards, the sum over them and each
+shard's own line."""
 
 from __future__ import annotations
 
@@ -57,7 +58,10 @@ async def _read_shard(link: ShardLink) -> tuple[dict[str, int], dict[str, dict[s
     queues: dict[str, int] = {}
     for (queue, _), n in lengths.items():
         queues[queue] = queues.get(queue, 0) + n
-    return queues, _with_slots(await link.shard.node_infos(), await link.shard.slot_infos())
+    infos = _with_slots(await link.shard.node_infos(), await link.shard.slot_infos())
+    for node, reconnects in (await link.shard.reconnect_infos()).items():
+        infos.setdefault(node, {})['broker_reconnects'] = reconnects
+    return queues, infos
 
 
 def _with_slots(infos: dict[str, dict[str, Any]], slots: dict[str, dict[str, Any]]) -> dict[str, dict[str, Any]]:
@@ -91,6 +95,7 @@ async def collect_status(gateway: Gateway) -> dict[str, Any]:
     except Exception as exc:  # the broker line below says why
         logger.debug('status: no in-flight count: %s', exc)
     out['max_in_flight'] = gateway.settings.max_in_flight
+    out['broker_outage'] = _outage(links)
     reads = await asyncio.gather(*(_read_shard(link) for link in links), return_exceptions=True)
     down = [link for link, r in zip(links, reads, strict=True) if isinstance(r, BaseException)]
     for link, r in zip(links, reads, strict=True):
@@ -129,6 +134,22 @@ async def collect_status(gateway: Gateway) -> dict[str, Any]:
     return out
 
 
+def _outage(links: list[ShardLink]) -> dict[str, Any]:
+    """This gateway process's view of the broker outages (every shard's, added up; the worst state)."""
+    views = [link.dispatcher.health.describe() for link in links]
+    if len(views) == 1:
+        return views[0]
+    recovered = [v['recovered_at'] for v in views if v['recovered_at'] is not None]
+    lasts = [v['last_outage_s'] for v in views if v['last_outage_s'] is not None]
+    return {
+        'state': 'ok' if all(v['state'] == 'ok' for v in views) else 'unreachable',
+        'outages': sum(v['outages'] for v in views),
+        'last_outage_s': lasts[-1] if lasts else None,
+        'recovered_at': max(recovered) if recovered else None,
+        'republished': sum(v['republished'] for v in views),
+    }
+
+
 def _shard_line(link: ShardLink, queues: dict[str, int] | None, nodes: list[dict[str, Any]]) -> dict[str, Any]:
     """One shard's part of `/status`: its address (no password), queue, workers, and the router's view."""
     return {
@@ -140,4 +161,5 @@ def _shard_line(link: ShardLink, queues: dict[str, int] | None, nodes: list[dict
         'num_nodes': len(nodes),
         'num_workers': sum(n['processes'] for n in nodes),
         'outstanding': link.outstanding,
+        'outage': link.dispatcher.health.describe(),
     }

@@ -5,6 +5,7 @@
     ├── UnsupportedLanguage    a submission's language has no executor (also a ValueError)
     └── TransportError         moving a submission or its result failed
         ├── RedisDataLost      Redis no longer holds a waiting request's keys (restarted or flushed)
+        ├── BrokerUnreachable  Redis did not answer in time (down, paused, failing over)
         └── InternalsChanged   an installed Celery/kombu/redis-py lacks an internal the fast path uses
 
 Nothing here is ever reported as a wrong answer: a `TransportError` becomes ``internal_error``.
@@ -31,6 +32,10 @@ class TransportError(JudgeError):
 
 class RedisDataLost(TransportError):
     """Redis no longer holds a waiting request's keys: it restarted (or was flushed)."""
+
+
+class BrokerUnreachable(TransportError):
+    """Redis did not answer in time: down, restarting, paused, or failing over."""
 
 
 class InternalsChanged(TransportError):

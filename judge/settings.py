@@ -161,6 +161,11 @@ class Settings(BaseSettings):
     """Disk budget of `ERROR_CASE_SAVE_PATH`; the oldest cases go first."""
     visibility_timeout_s: float | None = Field(None, gt=0, validation_alias=_env('JUDGE_VISIBILITY_TIMEOUT_S'))
     """Unacked tasks of a vanished worker come back after this; default max(120, 2 x task hard limit)."""
+    broker_outage_s: float = Field(60, gt=0, validation_alias=_env('JUDGE_BROKER_OUTAGE_S'))
+    """The longest broker outage ridden out: the gateway holds its requests and publishes again what the
+    broker lost, a worker holds a computed result (also bounded by the task's soft time limit)."""
+    redis_timeout_s: float = Field(5, gt=0, validation_alias=_env('JUDGE_REDIS_TIMEOUT_S'))
+    """A Redis command unanswered after this long counts as a broker fault (gateway, workers, Flower)."""
     log_level: Literal['DEBUG', 'INFO', 'WARNING', 'ERROR', 'debug', 'info', 'warning', 'error'] = Field(
         'INFO', validation_alias=_env('JUDGE_LOG_LEVEL')
     )

@@ -5,11 +5,13 @@ Layers, from names to wires:
 * `keys`: every Redis name (queues and their lists, reply/live/cancel/node keys) and the lanes;
 * `connect`, `shard`: one Redis (a `Shard`: address, clients, key space), queue lengths, node info;
 * `dispatch`: the gateway's `Dispatcher` for one shard (publish a request, wait with a deadline,
-  cancel, detect data loss), on one of two paths: `fastpath` (prebuilt messages, reply lists) or
-  `stockpath` (Celery's public API: ``send_task``, the result backend, ``revoke``), chosen by
+  cancel, ride out broker faults and publish again what they cost, with `outage`), on one of two
+  paths (`waiting`: what a path does): `fastpath` (prebuilt messages, reply lists) or `stockpath`
+  (Celery's public API: ``send_task``, the result backend, ``revoke``), chosen by
   ``JUDGE_TRANSPORT`` (`paths`); `router` spreads a request over the shards; `admission` caps what
   all gateway processes hold in flight;
-* `replies`: the worker's side of a request (deliver the result, skip a cancelled job);
+* `replies`: the worker's side of a request (deliver the result, holding it through an outage; skip
+  a cancelled job); `reconnects`: the worker's broker reconnections, counted and reported;
 * `config`: what the path changes in Celery's settings (``celeryconfig.py`` reads it);
 * `judge.transport.internals`: every module that relies on a library's internals (the fast path's
   `envelope`, `packed`, `kombu_redis`, `consumer`, `request`); its ``__init__`` lists each internal

@@ -7,8 +7,10 @@
 * ``worker_consumer``: `judge.transport.internals.consumer.Consumer`: coalesced event flushes;
 * the task's ``Request`` class: `judge.transport.internals.request.Request`: no ``task-started`` event.
 
-``JUDGE_TRANSPORT=stock`` leaves all three at Celery's defaults, and the gateway publishes with
-``send_task`` and collects from the result backend (`judge.transport.stockpath`).  Both paths share
+``JUDGE_TRANSPORT=stock`` leaves the consumer and the request at Celery's defaults and uses kombu's
+Redis transport with one guard only (`judge.transport.internals.guard`: a worker must not stop
+after a broker loss), and the gateway publishes with ``send_task`` and collects from the result
+backend (`judge.transport.stockpath`).  Both paths share
 the queues, the key layout and the result backend, so a cluster can switch paths one process at a
 time: the worker delivers each job the way the gateway that sent it waits (`judge.contracts.Job`).
 """
@@ -37,7 +39,7 @@ class Wiring:
 
     path: str
     broker_transport: str | None
-    """A kombu transport, or None for kombu's own choice from the URL."""
+    """A kombu transport (None: kombu's own choice from the URL)."""
     worker_consumer: str
     task_request: str
 
@@ -49,7 +51,10 @@ def _name(cls: type) -> str:
 def wiring(settings: Settings) -> Wiring:
     """The Celery classes of ``settings.transport``; the fast path's internals are verified first."""
     if settings.transport == 'stock':
-        return Wiring('stock', None, CELERY_CONSUMER, CELERY_REQUEST)
+        from judge.transport.internals import guard
+
+        guarded = guard.SentinelTransport if is_sentinel(settings.broker_url) else guard.Transport
+        return Wiring('stock', _name(guarded), CELERY_CONSUMER, CELERY_REQUEST)
     from judge.transport import internals
 
     internals.verify()
@@ -72,7 +77,7 @@ def broker_transport_options(settings: Settings, visibility_timeout_s: int) -> d
         'visibility_timeout': visibility_timeout_s,
         'unacked_restore_interval': 5,
         'unacked_restore_throttle': 1,
-        'socket_timeout': 30,
+        'socket_timeout': settings.redis_timeout_s,
         'socket_connect_timeout': 5,
         'health_check_interval': 25,
     }
@@ -80,6 +85,21 @@ def broker_transport_options(settings: Settings, visibility_timeout_s: int) -> d
     if master:  # Redis Sentinel
         options['master_name'] = master
     return options
+
+
+def result_backend_retry_policy(settings: Settings) -> dict[str, Any]:
+    """Celery's Redis result backend retries (``result_backend_transport_options['retry_policy']``).
+
+    A stock-path worker storing a result while the broker is away keeps trying for up to the outage
+    window (Celery's default: 20 tries, about 20 s); the gateway's result consumer reconnects the same way.
+    """
+    return {
+        'max_retries': None,
+        'interval_start': 0,
+        'interval_step': 0.5,
+        'interval_max': 1,
+        'timeout': settings.broker_outage_s,
+    }
 
 
 def redis_tls(settings: Settings) -> dict[str, Any] | None:

@@ -19,13 +19,20 @@ from urllib.parse import urlsplit
 
 import redis
 import redis.asyncio as aioredis
+from redis.asyncio.retry import Retry as AsyncRetry
 from redis.asyncio.sentinel import Sentinel as AsyncSentinel
+from redis.backoff import NoBackoff
+from redis.retry import Retry
 from redis.sentinel import Sentinel
 
 from judge.errors import ConfigError
 
 _VERIFY = {'required': ssl.CERT_REQUIRED, 'optional': ssl.CERT_OPTIONAL, 'none': ssl.CERT_NONE}
 _CLIENT_OPTIONS: dict[str, Any] = {'socket_connect_timeout': 5, 'socket_keepalive': True, 'health_check_interval': 25}
+# One retry, on a fresh connection, after a connection error (a pooled connection that died with a
+# restarted Redis); none after a timeout, so a paused Redis fails a command after one socket timeout
+# (redis-py's default, ten retries with backoff, would hide an outage for up to ten timeouts).
+_RETRIES = 1
 
 
 def is_sentinel(url: str) -> bool:
@@ -85,7 +92,8 @@ class RedisAddress:
 
     def sync_client(self, **extra: Any) -> redis.Redis:
         """A redis-py client (for workers)."""
-        options = {**_CLIENT_OPTIONS, **self.extra, **extra}
+        retry = Retry(NoBackoff(), _RETRIES, supported_errors=(redis.ConnectionError,))
+        options = {**_CLIENT_OPTIONS, 'retry': retry, **self.extra, **extra}
         if is_sentinel(self.url):
             hosts, db = sentinel_hosts(self.url)
             sentinel = Sentinel(hosts, socket_timeout=5)  # type: ignore[no-untyped-call]
@@ -95,7 +103,8 @@ class RedisAddress:
 
     def async_client(self, **extra: Any) -> aioredis.Redis:
         """An asyncio redis-py client (for the gateway)."""
-        options = {**_CLIENT_OPTIONS, **self.extra, **extra}
+        retry = AsyncRetry(NoBackoff(), _RETRIES, supported_errors=(redis.ConnectionError,))
+        options = {**_CLIENT_OPTIONS, 'retry': retry, **self.extra, **extra}
         if is_sentinel(self.url):
             hosts, db = sentinel_hosts(self.url)
             sentinel = AsyncSentinel(hosts, socket_timeout=5)  # type: ignore[no-untyped-call]

@@ -8,6 +8,7 @@ Celery's queues live in kombu's Redis layout: one list per queue and priority st
 * ``judge:live:<request>``: exists while a request waits; gone means Redis lost its data;
 * ``judge:cancelled``: ZSET of reply keys whose client went away (score: expiry, epoch seconds);
 * ``judge:nodes``: hash of worker node name -> JSON of its sandbox tier and toolchains;
+* ``judge:reconnects``: hash of worker node name -> JSON of its broker reconnections;
 * ``judge:inflight``: hash of gateway process -> submissions it admitted and has not answered, and
   ``judge:gateways``: ZSET of gateway processes scored by when their lease ends (the cluster-wide
   in-flight cap, `judge.transport.admission`; kept in the first shard only);
@@ -61,6 +62,11 @@ class KeySpace:
         return f'{self.prefix}nodes'
 
     @property
+    def reconnects(self) -> str:
+        """Hash: worker node name -> JSON of its broker reconnections (count, last outage)."""
+        return f'{self.prefix}reconnects'
+
+    @property
     def in_flight(self) -> str:
         """Hash: gateway process -> submissions in flight."""
         return f'{self.prefix}inflight'
@@ -75,9 +81,9 @@ class KeySpace:
         """Hash: ``<node>/<slot>`` -> JSON of that sandbox slot's information (its memory)."""
         return f'{self.prefix}slots'
 
-    def reply(self, request_id: str) -> str:
-        """The reply list of one request."""
-        return f'{self.prefix}reply:{request_id}'
+    def reply(self, request_id: str, attempt: int = 0) -> str:
+        """The reply list of one request's ``attempt`` (0: the first publish; n: the n-th republish)."""
+        return f'{self.prefix}reply:{request_id}' + (f'.{attempt}' if attempt else '')
 
     def door_record(self, token: str) -> str:
         """A door's submission record, fetched by token."""

@@ -8,22 +8,23 @@ from judge.errors import ConfigError
 from judge.settings import Settings
 from judge.transport.config import wiring
 from judge.transport.dispatch import Dispatcher
+from judge.transport.outage import BrokerHealth, OutageObserver
 from judge.transport.router import Router, ShardLink
 from judge.transport.shard import Shard
 
 
-def open_dispatcher(app: Celery, shard: Shard, path: str) -> Dispatcher:
+def open_dispatcher(app: Celery, shard: Shard, path: str, health: BrokerHealth | None = None) -> Dispatcher:
     """A `Dispatcher` for ``shard`` on path ``fast`` or ``stock``."""
     if path == 'fast':
         from judge.transport import internals
         from judge.transport.fastpath import FastPath
 
         internals.verify()
-        return Dispatcher(shard, FastPath(app, shard))
+        return Dispatcher(shard, FastPath(app, shard), health)
     if path == 'stock':
         from judge.transport.stockpath import StockPath
 
-        return Dispatcher(shard, StockPath(app, shard))
+        return Dispatcher(shard, StockPath(app, shard), health)
     raise ConfigError(f'JUDGE_TRANSPORT must be fast or stock, not {path!r}')
 
 
@@ -40,10 +41,12 @@ def shard_app(app: Celery, settings: Settings, index: int) -> Celery:
     return twin
 
 
-def open_router(app: Celery, settings: Settings) -> Router:
-    """A `Router` over every shard of ``settings`` (one shard: `REDIS_URI`)."""
+def open_router(app: Celery, settings: Settings, observer: OutageObserver | None = None) -> Router:
+    """A `Router` over every shard of ``settings`` (one shard: `REDIS_URI`); ``observer`` hears of
+    each shard's recoveries and republished submissions."""
     links = []
     for shard in Shard.all_from_settings(settings):
         shard_celery = shard_app(app, settings, shard.index)
-        links.append(ShardLink(shard, shard_celery, open_dispatcher(shard_celery, shard, settings.transport)))
+        health = BrokerHealth(shard, settings.broker_outage_s, observer)
+        links.append(ShardLink(shard, shard_celery, open_dispatcher(shard_celery, shard, settings.transport, health)))
     return Router(links)

@@ -11,7 +11,7 @@ adds nothing.  With several:
 * **A shard that fails** (publishing fails, Redis unreachable, or Redis lost its data) is marked down
   at once and probed every `PROBE_S` until it answers again; no new work goes to it meanwhile.  The
   submissions it held are run once more on another shard that is up, within the request's deadline;
-  if none is, they answer ``internal_error`` at once (never a wrong answer, never the deadline).
+  if none is, its dispatcher rides the outage out as with one shard (`judge.transport.dispatch`).
 """
 
 from __future__ import annotations
@@ -153,7 +153,12 @@ class Router:
         link.outstanding += len(indices)
         try:
             outcome = await link.dispatcher.run_outcome(
-                [payloads[i] for i in indices], lane, max(remaining, 0.001), batch, check
+                [payloads[i] for i in indices],
+                lane,
+                max(remaining, 0.001),
+                batch,
+                check,
+                reroute=(lambda: self._another_up(link)) if rerun else None,
             )
         finally:
             link.outstanding -= len(indices)
@@ -177,6 +182,10 @@ class Router:
             other[0].shard.name,
         )
         await self._run_part(other[0], lost, payloads, lane, deadline, batch, results, check, rerun=False)
+
+    def _another_up(self, link: ShardLink) -> bool:
+        """Whether a shard other than ``link`` is up (then a fault of ``link`` reruns its work there)."""
+        return any(other.up for other in self.links if other is not link)
 
     def _start_prober(self) -> None:
         if self._prober is None or self._prober.done():

@@ -32,11 +32,20 @@ def redact(url: str) -> str:
 class Shard:
     """One Redis and its key space; clients are created on first use, in the process that uses them."""
 
-    def __init__(self, address: RedisAddress, keys: KeySpace | None = None, name: str = 's0', index: int = 0) -> None:
+    def __init__(
+        self,
+        address: RedisAddress,
+        keys: KeySpace | None = None,
+        name: str = 's0',
+        index: int = 0,
+        timeout_s: float = 5.0,
+    ) -> None:
         self.name = name
         self.index = index
         self.address = address
         self.keys = keys or KeySpace()
+        self.timeout_s = timeout_s
+        """How long a command may go unanswered before it fails (``JUDGE_REDIS_TIMEOUT_S``)."""
         self._sync: redis.Redis | None = None
         self._async: aioredis.Redis | None = None
 
@@ -53,7 +62,7 @@ class Shard:
             tls_key_file=settings.redis_tls_key_file,
             sentinel_master=settings.redis_sentinel_master,
         )
-        return cls(address, name=f's{index}', index=index)
+        return cls(address, name=f's{index}', index=index, timeout_s=settings.redis_timeout_s)
 
     @classmethod
     def all_from_settings(cls, settings: Settings) -> list[Shard]:
@@ -77,14 +86,14 @@ class Shard:
     def client(self) -> redis.Redis:
         """This process's synchronous client (redis-py pools reset themselves after a fork)."""
         if self._sync is None:
-            self._sync = self.address.sync_client(socket_timeout=30)
+            self._sync = self.address.sync_client(socket_timeout=self.timeout_s)
         return self._sync
 
     @property
     def aclient(self) -> aioredis.Redis:
         """This process's asyncio client (create it inside the running event loop)."""
         if self._async is None:
-            self._async = self.address.async_client()
+            self._async = self.address.async_client(socket_timeout=self.timeout_s)
         return self._async
 
     async def aclose(self) -> None:
@@ -119,3 +128,12 @@ class Shard:
     def publish_slot_info(self, node: str, slot: int, info: dict[str, Any]) -> None:
         """Record ``info`` (JSON-able) as slot ``slot`` of node ``node``'s, for `/status`."""
         self.client.hset(self.keys.slots, f'{node}/{slot}', json.dumps(info))
+
+    def publish_reconnects(self, node: str, info: dict[str, Any]) -> None:
+        """Record how often worker node ``node`` reconnected to this broker (JSON-able ``info``)."""
+        self.client.hset(self.keys.reconnects, node, json.dumps(info))
+
+    async def reconnect_infos(self) -> dict[str, dict[str, Any]]:
+        """What each worker node recorded about its reconnections (`publish_reconnects`)."""
+        raw = await self.aclient.hgetall(self.keys.reconnects)
+        return {(k.decode() if isinstance(k, bytes) else str(k)): json.loads(v) for k, v in raw.items()}

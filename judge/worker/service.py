@@ -125,7 +125,9 @@ class Service:
     def __init__(self, settings: Settings, shard: Shard | None = None) -> None:
         self.settings = settings
         self.shard = shard or Shard.from_settings(settings)
-        self.replies = Replies(self.shard, settings.reply_ttl_s, packed=settings.transport == 'fast')
+        self.replies = Replies(
+            self.shard, settings.reply_ttl_s, packed=settings.transport == 'fast', hold_s=settings.broker_outage_s
+        )
         self.cancels = CancelWatch(self.shard)
         self.node_name: str | None = None
         self._runner: Runner | None = None
@@ -184,8 +186,11 @@ class Service:
         if self._runner is not None:
             self._runner.slot.close()
 
-    def judge(self, job: Job, retries: int = 0) -> ResultDict | None:
-        """Judge ``job`` and deliver its result; returns it when the job has no reply list."""
+    def judge(self, job: Job, retries: int = 0, until: float | None = None) -> ResultDict | None:
+        """Judge ``job`` and deliver its result; returns it when the job has no reply list.
+
+        ``until`` (``time.monotonic()``) is the latest a result may wait for an absent broker.
+        """
         sub = job['sub']
         start = time.monotonic()
         if self.cancels.is_cancelled(job):
@@ -207,7 +212,7 @@ class Service:
             logger.exception('sub_id=%s batch=%s: infrastructure failure', sub.get('sub_id'), job['batch'])
             failure = traceback.format_exc()
             result = internal_error(sub['sub_id'], f'{type(exc).__name__}: {exc}', time.monotonic() - start)
-        out = self.finish(job, result, failure)
+        out = self.finish(job, result, failure, until)
         if time.monotonic() - self._memory_at > MEMORY_EVERY_S:
             self.publish_memory()
         if log:
@@ -222,15 +227,20 @@ class Service:
             )
         return out
 
-    def finish(self, job: Job, result: ResultDict, failure: str | None = None) -> ResultDict | None:
-        """Deliver ``result`` and keep a copy of a failed case (`ERROR_CASE_SAVE_PATH`)."""
-        out = self.replies.deliver(job, result)
+    def finish(
+        self, job: Job, result: ResultDict, failure: str | None = None, until: float | None = None
+    ) -> ResultDict | None:
+        """Deliver ``result`` (waiting for an absent broker until ``until`` at most) and keep a copy of a
+        failed case (`ERROR_CASE_SAVE_PATH`)."""
+        out = self.replies.deliver(job, result, until)
         self.save_error_case(job, result, failure)
         return out
 
-    def fail(self, job: Job, error: str, failure: str | None = None, cost_s: float = 0.0) -> ResultDict | None:
+    def fail(
+        self, job: Job, error: str, failure: str | None = None, cost_s: float = 0.0, until: float | None = None
+    ) -> ResultDict | None:
         """Answer ``internal_error`` for a job that could not be judged."""
-        return self.finish(job, internal_error(job['sub'].get('sub_id') or '', error, cost_s), failure)
+        return self.finish(job, internal_error(job['sub'].get('sub_id') or '', error, cost_s), failure, until)
 
     def save_error_case(self, job: Job, result: ResultDict, failure: str | None) -> None:
         """Queue a failed submission for `ERROR_CASE_SAVE_PATH` (never blocks, never raises)."""

@@ -20,12 +20,17 @@ from judge.contracts import RUN_TASK, Job, ResultDict, RunPayload
 from judge.procname import name_process
 from judge.settings import get_settings
 from judge.transport.config import wiring
+from judge.transport.reconnects import BrokerWatch
 from judge.worker.service import Service
 
 logger = logging.getLogger('judge.worker.tasks')
 
 MAX_WORKER_LOST_RETRIES = 2
+SOFT_LIMIT_MARGIN_S = 2.0
+"""A result waits for an absent broker until this long before the task's soft time limit, at most:
+the limit would otherwise abandon the slot (`Service.abandon_slot`)."""
 service = Service(get_settings())
+app.steps['consumer'].add(BrokerWatch)  # logs, counts and announces the consumer's reconnections
 
 
 def as_job(args: tuple[Any, ...]) -> Job | None:
@@ -56,12 +61,17 @@ def run(self: Task, *args: Any) -> ResultDict | None:
     if job is None:
         raise TypeError(f'{RUN_TASK} takes one Job, not {args!r:.200}')
     start = time.monotonic()
+    until = start + get_settings().task_soft_time_limit_s - SOFT_LIMIT_MARGIN_S
     try:
-        return service.judge(job, self.request.retries)
+        return service.judge(job, self.request.retries, until)
     except SoftTimeLimitExceeded:
         service.abandon_slot()
         return service.fail(
-            job, 'the task exceeded its soft time limit', traceback.format_exc(), time.monotonic() - start
+            job,
+            'the task exceeded its soft time limit',
+            traceback.format_exc(),
+            time.monotonic() - start,
+            until=start + get_settings().task_time_limit_s - SOFT_LIMIT_MARGIN_S,
         )
 
 
@@ -80,8 +90,8 @@ def _on_failure(
     if job is None or not job.get('reply_to'):
         return
     logger.error('sub_id=%s task %s failed: %r', job['sub'].get('sub_id'), task_id, exception)
-    try:
-        service.fail(job, f'task failed: {exception!r}', repr(exception))
+    try:  # one try: this may run in the consumer, which must not wait for an absent broker
+        service.fail(job, f'task failed: {exception!r}', repr(exception), until=time.monotonic())
     except Exception:
         logger.exception('could not report the failure of task %s', task_id)
 

@@ -256,9 +256,10 @@ def test_poison_submission_is_bounded_and_reported_as_internal_error(tmp_path: P
     assert took < 30, took
 
 
-def test_redis_restart_mid_batch_gives_clear_errors_then_recovers(tmp_path: Path, transport: str) -> None:
-    """Redis restarted with its data lost: no wrong answers, errors well before the deadline, and
-    the same worker and gateway serve new submissions afterwards."""
+def test_redis_restart_mid_batch_loses_nothing_then_recovers(tmp_path: Path, transport: str) -> None:
+    """Redis restarted with its data lost: what it held is published again, every answer is right, long
+    before the deadline, and the same worker and gateway serve new submissions afterwards
+    (tests/system/test_broker_faults.py does this under load, for each kind of broker fault)."""
     with fault_stack(tmp_path, transport) as st, ThreadPoolExecutor(2) as pool:
         subs = [sub(i, 0.3) for i in range(30)]
         fut = post_async(pool, st.url, '/run/long-batch', {'submissions': subs})
@@ -269,10 +270,7 @@ def test_redis_restart_mid_batch_gives_clear_errors_then_recovers(tmp_path: Path
         took = time.monotonic() - t_restart
         assert status == 200, body
         results = body['results']
-        reasons = Counter(r['reason'] for r in results)
-        for i, r in enumerate(results):
-            assert is_correct(r, i) or (r['reason'] in INFRA and not r['success']), r
-        assert reasons['internal_error'] >= 1, reasons
+        assert [is_correct(r, i) for i, r in enumerate(results)] == [True] * len(subs), results
         assert took < 15, took  # long-batch deadline is an hour: the loss was detected, not waited out
 
         def recovered() -> bool:

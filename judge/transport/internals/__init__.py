@@ -118,6 +118,25 @@ INTERNALS: tuple[Internal, ...] = (
         'celery.worker.consumer:Consumer._flush_events', 'judge.transport.internals.consumer', 'called to flush', ()
     ),
     Internal(
+        'kombu.transport.virtual:Transport.client',
+        'judge.transport.internals.guard',
+        'None once Celery collected the connection: the guarded channels fail as connection errors then',
+        None,
+    ),
+    Internal(
+        'celery.worker.consumer:Consumer.ensure_connected',
+        'judge.transport.internals.consumer',
+        "overridden: reconnects through the connection's ensure_connection, which gets shorter intervals",
+        ('conn',),
+    ),
+    Internal(
+        'kombu.connection:Connection._ensure_connection',
+        'judge.transport.internals.consumer',
+        "what ensure_connection passes the intervals to (kombu's defaults: 2 s, +2 s, up to 30 s)",
+        (None, None),
+        {'interval_start': 0.5, 'interval_step': 0.5, 'interval_max': 2.0, 'callback': None},
+    ),
+    Internal(
         'celery.worker.request:Request.tzlocal', 'judge.transport.internals.request', 'overridden: looked up once', None
     ),
     Internal(

@@ -8,7 +8,9 @@ and calls ``virtual.QoS.append`` / ``virtual.QoS.ack`` past kombu's Redis ``QoS`
   (``Channel.conn_or_acquire``), and building one fills a large table of response callbacks: more
   CPU than the Redis command itself, paid in the worker's main process once per ack.  A client holds
   no connection of its own (it borrows one from the pool per command), so one per pool is shared
-  here; it is rebuilt when kombu replaces the pool (after a reconnect).
+  here; it is rebuilt when kombu replaces the pool (after a reconnect).  Like the stock path's
+  channels, these are guarded (`judge.transport.internals.guard`) against a connection collected
+  after a broker loss.
 * With late acks kombu records each delivered message in an "unacked" hash and index before running
   it, and removes it on ack, each time through a redis-py pipeline.  Here the same commands, in the
   same MULTI/EXEC transactions, go through `judge.transport.internals.packed`, falling back to kombu's own code
@@ -27,21 +29,22 @@ from typing import Any
 from kombu.transport import redis as kombu_redis
 from kombu.transport import virtual
 
+from judge.transport.internals.guard import Guard
 from judge.transport.internals.packed import PackedCalls, transaction_ran
 
 
-class _ReusedClient:
+class _ReusedClient(Guard):
     """Mixin for kombu Redis channels: hand out the same synchronous client while the pool lives."""
 
     _judge_client: tuple[Any, Any] | None = None
 
     def _create_client(self, asynchronous: bool = False) -> Any:
         if asynchronous:  # the consumer's BRPOP client: kombu caches it already
-            return super()._create_client(asynchronous=True)  # type: ignore[misc]
-        pool = self.pool  # type: ignore[attr-defined]
+            return super()._create_client(asynchronous=True)
+        pool = self.judge_pool()
         cached = self._judge_client
         if cached is None or cached[0] is not pool:
-            cached = (pool, super()._create_client(asynchronous=False))  # type: ignore[misc]
+            cached = (pool, super()._create_client(asynchronous=False))
             self._judge_client = cached
         return cached[1]
 
@@ -51,7 +54,7 @@ class QoS(kombu_redis.QoS):  # type: ignore[misc]
 
     def __init__(self, *args: Any, **kwargs: Any) -> None:
         super().__init__(*args, **kwargs)
-        self._packed = PackedCalls(lambda: self.channel.pool)
+        self._packed = PackedCalls(lambda: self.channel.judge_pool())
 
     def _fast(self, commands: list[tuple[Any, ...]]) -> bool:
         if self.channel.global_keyprefix:  # kombu's client prefixes keys; keep its path

@@ -1,9 +1,10 @@
 """The gateway's dispatcher (`judge.transport.dispatch.Dispatcher`) over a hand-written path and shard.
 
 The path publishes nothing: its `Waiting` hands out the results a test scripts, take by take, and
-records what the dispatcher asks of it (take timeouts, cancel, close); the shard stands in for the Redis
-client (its live key renewals are scripted).  What is checked is the dispatcher's own logic: results in
-request order, ``queue_timeout`` at the deadline, lost indices when the shard fails, the client's
+records what the dispatcher asks of it (publishes, take timeouts, cancel, close); the shard stands in for
+the Redis client (its PINGs and live key are scripted).  What is checked is the dispatcher's own logic:
+results in request order, ``queue_timeout`` at the deadline, riding out broker faults (publish again
+what is unanswered, give up at the deadline), errors that are not broker faults, the client's
 disconnect, and the periodic checks while results stream in.
 """
 
@@ -15,11 +16,12 @@ from collections.abc import Awaitable, Callable
 from typing import Any
 
 import pytest
+import redis
 
 from judge.contracts import RunPayload, Verdict
 from judge.results import build_result
 from judge.settings import Settings
-from judge.transport import dispatch
+from judge.transport import dispatch, outage
 from judge.transport.dispatch import Dispatcher, Outcome
 from judge.transport.keys import KeySpace
 from judge.transport.lanes import Lane, Lanes
@@ -33,11 +35,21 @@ Take = list[tuple[int, dict[str, Any]]] | BaseException | float
 class FakeWaiting:
     """One published request as the test scripts it."""
 
-    def __init__(self, script: list[Take]) -> None:
+    live_key = 'live-key'
+    settle_s = 0.01
+
+    def __init__(self, script: list[Take], publish_errors: list[BaseException]) -> None:
         self.script = script
+        self.publish_errors = publish_errors
+        self.published: list[tuple[list[int], float]] = []
         self.timeouts: list[float] = []
         self.cancelled: list[float] = []
         self.closed: list[bool] = []
+
+    async def publish(self, indices: list[int], expires_s: float) -> None:
+        self.published.append((indices, expires_s))
+        if self.publish_errors:
+            raise self.publish_errors.pop(0)
 
     async def take(self, timeout_s: float, most: int) -> list[tuple[int, dict[str, Any]]]:
         self.timeouts.append(timeout_s)
@@ -57,34 +69,47 @@ class FakeWaiting:
 
 
 class FakePath:
-    """Publishes into a `FakeWaiting`, or fails to publish with ``error``."""
+    """Opens one `FakeWaiting`, whose publishes fail with ``publish_errors`` in turn."""
 
     name = 'fake'
 
-    def __init__(self, script: list[Take] | None = None, error: BaseException | None = None) -> None:
-        self.waiting = FakeWaiting(script or [])
-        self.error = error
-        self.published: list[tuple[list[RunPayload], str, Lane, float, str]] = []
+    def __init__(self, script: list[Take] | None = None, publish_errors: list[BaseException] | None = None) -> None:
+        self.waiting = FakeWaiting(script or [], list(publish_errors or []))
+        self.opened: list[tuple[list[RunPayload], str, Lane, str]] = []
 
-    async def publish(
-        self, payloads: list[RunPayload], batch: str, lane: Lane, expires_s: float, request_id: str
-    ) -> FakeWaiting:
-        self.published.append((payloads, batch, lane, expires_s, request_id))
-        if self.error is not None:
-            raise self.error
+    def open(self, payloads: list[RunPayload], batch: str, lane: Lane, request_id: str) -> FakeWaiting:
+        self.opened.append((payloads, batch, lane, request_id))
         return self.waiting
 
 
 class FakeRedis:
-    """The shard's asyncio client: `expire` answers from ``alive`` (the live key still exists) and is recorded."""
+    """The shard's asyncio client: `expire` answers from ``alive`` (the live key still exists), `ping`
+    from ``up`` (the broker answers), `exists` from ``kept`` (Redis kept the live key over an outage)."""
 
-    def __init__(self, alive: Callable[[int], bool] = lambda n: True) -> None:
+    def __init__(
+        self,
+        alive: Callable[[int], bool] = lambda n: True,
+        up: Callable[[int], bool] = lambda n: True,
+        kept: bool = True,
+    ) -> None:
         self.alive = alive
+        self.up = up
+        self.kept = kept
         self.renewed: list[tuple[str, int]] = []
+        self.pings = 0
 
     async def expire(self, key: str, ttl_s: int) -> bool:
         self.renewed.append((key, ttl_s))
         return self.alive(len(self.renewed))
+
+    async def ping(self) -> bool:
+        self.pings += 1
+        if not self.up(self.pings):
+            raise redis.ConnectionError('connection refused')
+        return True
+
+    async def exists(self, key: str) -> int:
+        return int(self.kept)
 
 
 class FakeShard:
@@ -92,6 +117,8 @@ class FakeShard:
 
     def __init__(self, aclient: FakeRedis | None = None) -> None:
         self.name = 's0'
+        self.label = 's0 (fake)'
+        self.timeout_s = 1.0
         self.keys = KeySpace()
         self.aclient = aclient or FakeRedis()
         self.closed = False
@@ -133,8 +160,10 @@ def outcome(
 
 @pytest.fixture(autouse=True)
 def quick_checks(monkeypatch: pytest.MonkeyPatch) -> None:
-    """Check the client and the live key every 50 ms instead of every second."""
+    """Check the client and the live key every 50 ms, and probe a broker that is down every 20 ms."""
     monkeypatch.setattr(dispatch, 'CHECK_EVERY_S', 0.05)
+    monkeypatch.setattr(dispatch, '_REPEAT_PAUSE_S', 0.01)
+    monkeypatch.setattr(outage, 'PROBE_S', 0.02)
 
 
 # --- results and deadlines -------------------------------------------------------------------------
@@ -146,9 +175,11 @@ def test_results_are_returned_in_request_order_whatever_order_they_arrive_in() -
     assert [r['stdout'] for r in out.results] == ['0\n', '1\n', '2\n']
     assert (out.lost, out.error) == ([], '')
     assert path.waiting.closed == [True]  # drained: every result was taken
-    [(published, batch, lane, expires_s, request_id)] = path.published
-    assert [p['sub_id'] for p in published] == ['s0', 's1', 's2'] and batch == 'batch-1'
-    assert lane == LANES.batch and expires_s == 5.0 and len(request_id) == 32
+    [(opened, batch, lane, request_id)] = path.opened
+    assert [p['sub_id'] for p in opened] == ['s0', 's1', 's2'] and batch == 'batch-1'
+    assert lane == LANES.batch and len(request_id) == 32
+    [(indices, expires_s)] = path.waiting.published  # one attempt, with every submission
+    assert indices == [0, 1, 2] and 4.5 < expires_s <= 5.0
 
 
 def test_what_misses_the_deadline_is_a_queue_timeout_in_its_place() -> None:
@@ -181,44 +212,81 @@ def test_run_answers_the_results_of_the_outcome() -> None:
 # --- the shard's failures ----------------------------------------------------------------------------
 
 
-def test_a_failed_publish_is_an_internal_error_for_every_submission_and_all_are_lost() -> None:
-    path = FakePath(error=ConnectionError('connection refused'))
-    out, took = outcome(path, 3)
-    error = 'could not enqueue: ConnectionError: connection refused'
-    assert [(r['sub_id'], r['verdict'], r['error']) for r in out.results] == [
-        (f's{i}', 'internal_error', error) for i in range(3)
+def test_a_failed_publish_is_published_again_once_the_broker_answers() -> None:
+    """The broker refused the publish but answers the PING after it: every submission goes out again."""
+    path = FakePath([[(0, answer(0)), (1, answer(1)), (2, answer(2))]], publish_errors=[ConnectionError('refused')])
+    out, took = outcome(path, 3, shard=FakeShard(FakeRedis(kept=False)))  # nothing to drain
+    assert [r['stdout'] for r in out.results] == ['0\n', '1\n', '2\n']
+    assert [indices for indices, _ in path.waiting.published] == [[0, 1, 2], [0, 1, 2]]
+    assert (out.lost, out.error) == ([], '') and took < 2.0
+
+
+def test_after_an_outage_that_kept_the_data_only_the_unanswered_are_published_again() -> None:
+    """A fault while waiting: the results that arrived meanwhile are taken, the rest is published again."""
+    down_once = FakeRedis(up=lambda n: n > 1, kept=True)  # the first PING fails, the next ones answer
+    script: list[Take] = [
+        [(0, answer(0))],
+        redis.ConnectionError('reset by peer'),
+        [(1, answer(1))],
+        [],
+        [(2, answer(2))],
     ]
-    assert (out.lost, out.error) == ([0, 1, 2], error) and took < 1.0
-    assert path.waiting.timeouts == []  # nothing waited for
+    path = FakePath(script)
+    out, _ = outcome(path, 3, shard=FakeShard(down_once))
+    assert [r['verdict'] for r in out.results] == ['accepted'] * 3
+    assert [indices for indices, _ in path.waiting.published] == [[0, 1, 2], [2]]  # 1 came in the drain
+    assert (out.lost, out.error) == ([], '') and down_once.pings >= 2
 
 
-def test_a_redis_that_lost_its_data_fails_the_unanswered_at_once() -> None:
-    shard = FakeShard(FakeRedis(alive=lambda n: False))  # the request's live key is gone
-    path = FakePath([[(1, answer(1))]])
+def test_a_redis_that_lost_its_data_gets_everything_unanswered_again_at_once() -> None:
+    """The live key is gone (Redis restarted empty) though Redis answers: republish, no waiting."""
+    shard = FakeShard(FakeRedis(alive=lambda n: n > 1, kept=False))  # gone at the first check only
+    path = FakePath([[(1, answer(1))], 0.1, [(0, answer(0)), (2, answer(2))]])
     out, took = outcome(path, 3, wait_s=30.0, shard=shard)
-    error = 'the queue lost this submission (Redis restarted)'
-    assert [r['verdict'] for r in out.results] == ['internal_error', 'accepted', 'internal_error']
-    assert out.results[0]['error'] == error and (out.lost, out.error) == ([0, 2], error)
-    assert took < 5.0  # long before the deadline
-    assert path.waiting.closed == [False]
+    assert [r['verdict'] for r in out.results] == ['accepted'] * 3
+    assert [indices for indices, _ in path.waiting.published] == [[0, 1, 2], [0, 2]]
+    assert took < 5.0 and (out.lost, out.error) == ([], '')
 
 
-def test_losing_contact_while_waiting_fails_the_unanswered() -> None:
-    path = FakePath([[(0, answer(0))], ConnectionError('reset by peer')])
-    out, _ = outcome(path, 3)
-    error = 'lost contact with the queue: ConnectionError: reset by peer'
+def test_a_broker_that_stays_away_past_the_deadline_fails_the_unanswered() -> None:
+    shard = FakeShard(FakeRedis(up=lambda n: False))
+    path = FakePath([[(0, answer(0))], redis.ConnectionError('connection refused')])
+    out, took = outcome(path, 3, wait_s=0.5, shard=shard)
     assert [r['verdict'] for r in out.results] == ['accepted', 'internal_error', 'internal_error']
-    assert (out.lost, out.error) == ([1, 2], error) and out.results[2]['error'] == error
-    assert path.waiting.closed == [False]
+    error = out.results[1]['error']
+    assert error.startswith('the broker (s0 (fake)) was unreachable for ') and 'connection refused' in error, error
+    assert out.error == error and out.lost == []  # nowhere else to run them: not rerouted
+    assert 0.4 < took < 2.0
+    assert len(path.waiting.published) == 1
+
+
+def test_a_broker_fault_with_another_shard_up_hands_the_unanswered_to_the_router() -> None:
+    async def main(path: FakePath) -> Outcome:
+        return await Dispatcher(FakeShard(), path).run_outcome(  # type: ignore[arg-type]
+            payloads(3), LANES.batch, 5.0, 'b', None, reroute=lambda: True
+        )
+
+    path = FakePath([[(1, answer(1))], redis.TimeoutError('timed out')])
+    out = asyncio.run(main(path))
+    assert [r['verdict'] for r in out.results] == ['internal_error', 'accepted', 'internal_error']
+    assert out.lost == [0, 2] and out.error == 'TimeoutError: timed out'
+
+
+def test_an_error_that_is_not_a_broker_fault_fails_the_unanswered_without_a_retry() -> None:
+    path = FakePath([[(0, answer(0))], ValueError('bad reply')])
+    out, _ = outcome(path, 3)
+    error = 'lost contact with the queue: ValueError: bad reply'
+    assert [r['verdict'] for r in out.results] == ['accepted', 'internal_error', 'internal_error']
+    assert (out.lost, out.error) == ([], error) and out.results[2]['error'] == error
+    assert path.waiting.closed == [False] and len(path.waiting.published) == 1
 
 
 def test_the_live_key_is_renewed_at_every_check_while_the_request_waits() -> None:
-    redis = FakeRedis()
+    client = FakeRedis()
     path = FakePath()
-    out, _ = outcome(path, 1, wait_s=0.35, shard=FakeShard(redis))
-    [(_, _, _, _, request_id)] = path.published
-    assert len(redis.renewed) >= 3
-    assert set(redis.renewed) == {(KeySpace().live(request_id), dispatch.LIVE_TTL_S)}
+    out, _ = outcome(path, 1, wait_s=0.35, shard=FakeShard(client))
+    assert len(client.renewed) >= 3
+    assert set(client.renewed) == {(path.waiting.live_key, dispatch.LIVE_TTL_S)}
     assert out.results[0]['verdict'] == 'queue_timeout'
 
 
