@@ -117,7 +117,8 @@ def test_answers_are_right_and_slots_never_shared(node: Node) -> None:
     for column in (1, 2):
         if column == 2 and not with_cgroups:
             continue
-        values = {row[column].rsplit('/', 1)[0] if column == 1 else row[column] for row in seen}
+        # A work dir is the slot's directory plus a fresh space per execution: compare the slot's part.
+        values = {_slot_dir(row[column]) if column == 1 else row[column] for row in seen}
         assert len(values) == len(uids), f'two slots shared a work dir or a cgroup: {sorted(seen)}'
     base = min(uids) - min(slots) if uids else 0
     assert uids <= {base + s for s in slots}, (uids, slots)
@@ -125,6 +126,13 @@ def test_answers_are_right_and_slots_never_shared(node: Node) -> None:
         slot = uid - base
         assert cwd.startswith(f'{node.work_root}/slot{slot}/'), (uid, cwd, slot)
         assert cgroup.endswith(f'/slot{slot}') or not with_cgroups, (uid, cgroup, slot)
+
+
+def _slot_dir(cwd: str) -> str:
+    """``/root/slotN`` of a work dir ``/root/slotN/<execution space>/w``."""
+    match = re.match(r'(.*/slot\d+)/', cwd)
+    assert match, cwd
+    return match.group(1)
 
 
 def _flower_workers(node: Node) -> dict[str, Any]:
