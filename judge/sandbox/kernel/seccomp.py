@@ -7,7 +7,8 @@ non-AF_UNIX ``socket``, namespace creation, mounts, ptrace, kernel-facing admini
 io_uring; ENOSYS for ``clone3`` so glibc falls back to ``clone``, whose flags a classic BPF filter
 can inspect.
 
-Syscall numbers live in explicit per-architecture tables below (x86_64 and aarch64).
+Syscall numbers live in explicit per-architecture tables below (x86_64 and aarch64); the assembler
+is `judge.sandbox.kernel.bpf`.
 """
 
 from __future__ import annotations
@@ -15,9 +16,23 @@ from __future__ import annotations
 import ctypes
 import errno
 import os
-import struct
 
 from judge.sandbox.kernel import libc, namespaces
+from judge.sandbox.kernel.bpf import (
+    BPF_JEQ_K,
+    BPF_JGE_K,
+    BPF_JSET_K,
+    INSN,
+    OFFSET_ARCH,
+    OFFSET_NR,
+    SECCOMP_RET_ALLOW,
+    SECCOMP_RET_ERRNO,
+    SECCOMP_RET_KILL_PROCESS,
+    Assembler,
+    arg_offset,
+)
+from judge.sandbox.kernel.bpf import BPF_LD_W_ABS as BPF_LD_W_ABS  # re-exported for the filter's tests
+from judge.sandbox.kernel.bpf import BPF_RET_K as BPF_RET_K
 from judge.sandbox.lazylog import get_logger
 
 TYPE_CHECKING = False
@@ -30,25 +45,11 @@ logger = get_logger('judge.sandbox.kernel.seccomp')
 PR_SET_SECCOMP = 22
 SECCOMP_MODE_FILTER = 2
 
-SECCOMP_RET_KILL_PROCESS = 0x80000000
-SECCOMP_RET_ERRNO = 0x00050000
-SECCOMP_RET_ALLOW = 0x7FFF0000
-
 AUDIT_ARCH_X86_64 = 0xC000003E
 AUDIT_ARCH_AARCH64 = 0xC00000B7
 X32_SYSCALL_BIT = 0x40000000
 
-# struct seccomp_data: int nr; __u32 arch; __u64 instruction_pointer; __u64 args[6]
-OFFSET_NR = 0
-OFFSET_ARCH = 4
-OFFSET_ARG0_LO = 16  # low 32 bits of args[0] (little-endian)
-
-# classic BPF opcodes
-BPF_LD_W_ABS = 0x20
-BPF_JEQ_K = 0x15
-BPF_JGE_K = 0x35
-BPF_JSET_K = 0x45
-BPF_RET_K = 0x06
+OFFSET_ARG0_LO = arg_offset(0)
 
 AF_UNIX = 1
 PER_LINUX = 0
@@ -113,47 +114,11 @@ ARCHES: Mapping[str, tuple[int, Mapping[str, int], bool]] = {
 }
 _MACHINE_ALIASES = {'amd64': 'x86_64', 'arm64': 'aarch64'}
 
-_INSN = struct.Struct('<HBBI')  # struct sock_filter {u16 code; u8 jt; u8 jf; u32 k}
-
 
 def native_arch() -> str:
     """The running machine's architecture name as used in `ARCHES`."""
     machine = os.uname().machine.lower()
     return _MACHINE_ALIASES.get(machine, machine)
-
-
-class _Assembler:
-    """A tiny classic-BPF assembler with symbolic jump targets (classic BPF jumps only forward)."""
-
-    def __init__(self) -> None:
-        self._code: list[tuple[int, int | str, int | str, int]] = []
-        self._labels: dict[str, int] = {}
-
-    def label(self, name: str) -> None:
-        self._labels[name] = len(self._code)
-
-    def load(self, offset: int) -> None:
-        self._code.append((BPF_LD_W_ABS, 0, 0, offset))
-
-    def jump(self, op: int, k: int, jt: int | str, jf: int | str) -> None:
-        self._code.append((op, jt, jf, k))
-
-    def ret(self, action: int) -> None:
-        self._code.append((BPF_RET_K, 0, 0, action))
-
-    def assemble(self) -> bytes:
-        out = bytearray()
-        for pc, (code, jt, jf, k) in enumerate(self._code):
-            out += _INSN.pack(code, self._offset(pc, jt), self._offset(pc, jf), k)
-        return bytes(out)
-
-    def _offset(self, pc: int, target: int | str) -> int:
-        if isinstance(target, int):
-            return target
-        offset = self._labels[target] - pc - 1
-        if not 0 <= offset <= 255:
-            raise ValueError(f'BPF jump to {target!r} out of range ({offset})')
-        return offset
 
 
 def build_filter(arch: str | None = None) -> bytes:
@@ -165,7 +130,7 @@ def build_filter(arch: str | None = None) -> bytes:
     if name not in ARCHES:
         raise ValueError(f'no seccomp syscall table for architecture {name!r}')
     audit_arch, table, has_x32 = ARCHES[name]
-    a = _Assembler()
+    a = Assembler()
     a.load(OFFSET_ARCH)
     a.jump(BPF_JEQ_K, audit_arch, 0, 'kill')
     a.load(OFFSET_NR)
@@ -200,7 +165,7 @@ def build_filter(arch: str | None = None) -> bytes:
     a.label('allow')
     a.ret(SECCOMP_RET_ALLOW)
     program = a.assemble()
-    logger.debug('seccomp filter for %s: %d instructions', name, len(program) // _INSN.size)
+    logger.debug('seccomp filter for %s: %d instructions', name, len(program) // INSN.size)
     if name == native_arch():
         _prepare(program)
     return program
@@ -218,10 +183,10 @@ _prepared: dict[bytes, tuple[ctypes.Array[ctypes.c_char], _SockFprog, int]] = {}
 def _prepare(program: bytes) -> int:
     entry = _prepared.get(program)
     if entry is None:
-        if not program or len(program) % _INSN.size or len(program) // _INSN.size > 4096:
+        if not program or len(program) % INSN.size or len(program) // INSN.size > 4096:
             raise ValueError('not a classic BPF program')
         buf = ctypes.create_string_buffer(program, len(program))
-        fprog = _SockFprog(len(program) // _INSN.size, ctypes.addressof(buf))
+        fprog = _SockFprog(len(program) // INSN.size, ctypes.addressof(buf))
         entry = _prepared[program] = (buf, fprog, ctypes.addressof(fprog))
     return entry[2]
 
