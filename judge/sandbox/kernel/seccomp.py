@@ -5,7 +5,8 @@
 default ALLOW; kill the process on a foreign architecture and on x32 system calls; EPERM for
 non-AF_UNIX ``socket``, namespace creation, mounts, ptrace, kernel-facing administration calls and
 io_uring; ENOSYS for ``clone3`` so glibc falls back to ``clone``, whose flags a classic BPF filter
-can inspect.
+can inspect; and the rules of `judge.sandbox.kernel.seccomp_args` for file locks, watches and the
+page cache.
 
 Syscall numbers live in explicit per-architecture tables below (x86_64 and aarch64); the assembler
 is `judge.sandbox.kernel.bpf`.
@@ -17,7 +18,7 @@ import ctypes
 import errno
 import os
 
-from judge.sandbox.kernel import libc, namespaces
+from judge.sandbox.kernel import libc, namespaces, seccomp_args
 from judge.sandbox.kernel.bpf import (
     BPF_JEQ_K,
     BPF_JGE_K,
@@ -91,6 +92,10 @@ SYSCALLS_X86_64: Mapping[str, int] = {
     'syslog': 103, 'open_by_handle_at': 304, 'name_to_handle_at': 303, 'iopl': 172, 'ioperm': 173,
     'settimeofday': 164, 'clock_settime': 227, 'clock_adjtime': 305, 'adjtimex': 159,
     'sethostname': 170, 'setdomainname': 171, 'shmget': 29, 'semget': 64, 'msgget': 68,
+    # judge.sandbox.kernel.seccomp_args (cachestat: 451 everywhere, newer than Debian 12's headers)
+    'flock': 73, 'fcntl': 72, 'fadvise64': 221, 'madvise': 28, 'preadv2': 327, 'pwritev2': 328,
+    'cachestat': 451, 'io_setup': 206, 'inotify_init': 253, 'inotify_init1': 294, 'inotify_add_watch': 254,
+    'fanotify_init': 300, 'fanotify_mark': 301,
 }  # fmt: skip
 
 SYSCALLS_AARCH64: Mapping[str, int] = {
@@ -105,6 +110,9 @@ SYSCALLS_AARCH64: Mapping[str, int] = {
     'syslog': 116, 'open_by_handle_at': 265, 'name_to_handle_at': 264,
     'settimeofday': 170, 'clock_settime': 112, 'clock_adjtime': 266, 'adjtimex': 171,
     'sethostname': 161, 'setdomainname': 162, 'msgget': 186, 'semget': 190, 'shmget': 194,
+    'flock': 32, 'fcntl': 25, 'fadvise64': 223, 'madvise': 233, 'preadv2': 286, 'pwritev2': 287,
+    'cachestat': 451, 'io_setup': 0, 'inotify_init1': 26, 'inotify_add_watch': 27,
+    'fanotify_init': 262, 'fanotify_mark': 263,
 }  # fmt: skip
 
 # machine name -> (AUDIT_ARCH value, syscall table, has the x32 ABI)
@@ -142,6 +150,7 @@ def build_filter(arch: str | None = None) -> bytes:
     a.jump(BPF_JEQ_K, table['clone'], 'clone', 0)
     a.jump(BPF_JEQ_K, table['clone3'], 'enosys', 0)
     a.jump(BPF_JEQ_K, table['personality'], 'personality', 0)
+    seccomp_args.emit_dispatch(a, table)
     for syscall in DENIED_SYSCALLS:
         if syscall in table:
             a.jump(BPF_JEQ_K, table[syscall], 'eperm', 0)
@@ -156,6 +165,7 @@ def build_filter(arch: str | None = None) -> bytes:
     a.load(OFFSET_ARG0_LO)
     a.jump(BPF_JEQ_K, PER_LINUX, 'allow', 0)
     a.jump(BPF_JEQ_K, PERSONALITY_QUERY, 'allow', 'eperm')
+    seccomp_args.emit_rules(a)
     a.label('eperm')
     a.ret(SECCOMP_RET_ERRNO | errno.EPERM)
     a.label('enosys')
