@@ -5,8 +5,8 @@
 default ALLOW; kill the process on a foreign architecture and on x32 system calls; EPERM for
 non-AF_UNIX ``socket``, namespace creation, mounts, ptrace, kernel-facing administration calls and
 io_uring; ENOSYS for ``clone3`` so glibc falls back to ``clone``, whose flags a classic BPF filter
-can inspect; and the rules of `judge.sandbox.kernel.seccomp_args` for file locks, watches and the
-page cache.
+can inspect; and the rules of `judge.sandbox.kernel.seccomp_args` for file locks, watches, the page
+cache and the core-dump limit.
 
 Syscall numbers live in explicit per-architecture tables below (x86_64 and aarch64); the assembler
 is `judge.sandbox.kernel.bpf`.
@@ -95,7 +95,7 @@ SYSCALLS_X86_64: Mapping[str, int] = {
     # judge.sandbox.kernel.seccomp_args (cachestat: 451 everywhere, newer than Debian 12's headers)
     'flock': 73, 'fcntl': 72, 'fadvise64': 221, 'madvise': 28, 'preadv2': 327, 'pwritev2': 328,
     'cachestat': 451, 'io_setup': 206, 'inotify_init': 253, 'inotify_init1': 294, 'inotify_add_watch': 254,
-    'fanotify_init': 300, 'fanotify_mark': 301,
+    'fanotify_init': 300, 'fanotify_mark': 301, 'setrlimit': 160, 'prlimit64': 302,
 }  # fmt: skip
 
 SYSCALLS_AARCH64: Mapping[str, int] = {
@@ -112,7 +112,7 @@ SYSCALLS_AARCH64: Mapping[str, int] = {
     'sethostname': 161, 'setdomainname': 162, 'msgget': 186, 'semget': 190, 'shmget': 194,
     'flock': 32, 'fcntl': 25, 'fadvise64': 223, 'madvise': 233, 'preadv2': 286, 'pwritev2': 287,
     'cachestat': 451, 'io_setup': 0, 'inotify_init1': 26, 'inotify_add_watch': 27,
-    'fanotify_init': 262, 'fanotify_mark': 263,
+    'fanotify_init': 262, 'fanotify_mark': 263, 'setrlimit': 164, 'prlimit64': 261,
 }  # fmt: skip
 
 # machine name -> (AUDIT_ARCH value, syscall table, has the x32 ABI)

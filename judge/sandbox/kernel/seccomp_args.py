@@ -1,4 +1,4 @@
-"""The seccomp filter's rules for shared files and shared caches.
+"""The seccomp filter's rules for shared files, shared caches and the core-dump limit.
 
 Every slot reads the same host files (the read-only root, ``/dev/null``, ``/sys``), so a lock, a
 watch or the page cache of any of them would be a channel between concurrent slots, and a way to
@@ -16,6 +16,9 @@ watch what a neighbour opens.  `judge.sandbox.kernel.seccomp` sends these calls 
   ``RWF_NOWAIT`` or ``RWF_DONTCACHE`` get EOPNOTSUPP, as on a file system without them;
   ``cachestat`` and Linux AIO (``io_setup``, whose requests carry the same flags) get ENOSYS.
   ``mincore`` stays: on a file the caller cannot write the kernel reports every page resident.
+* the core limit: ``setrlimit`` and ``prlimit64`` setting ``RLIMIT_CORE`` get EPERM (reading it
+  works), so the limit of 1 the warm parent sets (`judge.sandbox.kernel.coredump`) holds after any
+  ``execve``.
 
 The syscall numbers are `judge.sandbox.kernel.seccomp`'s tables.
 """
@@ -45,6 +48,7 @@ LOCK_SETTERS = (F_SETLK, F_SETLKW, F_OFD_SETLK, F_OFD_SETLKW)
 POSIX_FADV_DONTNEED = 4
 MADV_COLD, MADV_PAGEOUT = 20, 21
 RWF_NOWAIT, RWF_DONTCACHE = 0x08, 0x80
+RLIMIT_CORE = 4
 
 IGNORE = SECCOMP_RET_ERRNO | 0
 """The call returns 0 and does nothing."""
@@ -61,7 +65,7 @@ WHOLE_CALLS: Mapping[str, int] = {
 }
 """Calls answered whatever their arguments (names missing from an arch's table do not exist there)."""
 
-ARGUMENT_CALLS = ('fcntl', 'fadvise64', 'madvise', 'preadv2', 'pwritev2')
+ARGUMENT_CALLS = ('fcntl', 'fadvise64', 'madvise', 'preadv2', 'pwritev2', 'setrlimit', 'prlimit64')
 """Calls whose arguments decide (each has a block in `emit_rules`)."""
 
 _RETURNS = {
@@ -106,6 +110,17 @@ def emit_rules(a: Assembler) -> None:
         a.load(arg_offset(5))
         a.jump(BPF_JSET_K, RWF_NOWAIT | RWF_DONTCACHE, 'args.eopnotsupp', 0)
         a.ret(SECCOMP_RET_ALLOW)
+    a.label('args.setrlimit')  # setrlimit(resource, rlim)
+    a.load(arg_offset(0))
+    a.jump(BPF_JEQ_K, RLIMIT_CORE, 'args.eperm', 0)
+    a.ret(SECCOMP_RET_ALLOW)
+    a.label('args.prlimit64')  # prlimit64(pid, resource, new, old): only a new RLIMIT_CORE is refused
+    a.load(arg_offset(1))
+    a.jump(BPF_JEQ_K, RLIMIT_CORE, 0, 'args.allow')
+    a.load(arg_offset(2))
+    a.jump(BPF_JEQ_K, 0, 0, 'args.eperm')
+    a.load(arg_offset(2, high=True))
+    a.jump(BPF_JEQ_K, 0, 'args.allow', 'args.eperm')
     a.label('args.allow')
     a.ret(SECCOMP_RET_ALLOW)
     for label, action in _RETURNS.items():

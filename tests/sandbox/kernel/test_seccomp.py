@@ -10,9 +10,11 @@ import errno
 import fcntl
 import mmap
 import os
+import resource
 import signal
 import socket
 import struct
+import subprocess
 import threading
 import time
 from pathlib import Path
@@ -20,7 +22,7 @@ from typing import Any
 
 import pytest
 
-from judge.sandbox.kernel import namespaces, seccomp
+from judge.sandbox.kernel import coredump, namespaces, seccomp
 from judge.sandbox.kernel import seccomp_args as rules
 from tests.support.forked import Child, Send, errno_of, libc, raw_syscall, run_in_child
 
@@ -254,3 +256,34 @@ def test_advice_under_the_filter_evicts_nothing(tmp_path: Path, filtered: bool) 
         assert resident == 256
     elif resident:
         pytest.skip(f'this file system keeps its pages (tmpfs?): {resident} resident')  # the control did not evict
+
+
+@native_only
+def test_the_core_limit_cannot_be_changed_under_the_filter_even_after_execve() -> None:
+    program = seccomp.build_filter()
+    table = seccomp.ARCHES[seccomp.native_arch()][1]
+
+    def body(send: Send) -> None:
+        coredump.forbid_core_dumps()
+        seccomp.install(program)
+        zero = (ctypes.c_uint64 * 2)(0, 0)
+        read = (ctypes.c_uint64 * 2)()
+        out: dict[str, Any] = {
+            'setrlimit': raw_syscall(table['setrlimit'], resource.RLIMIT_CORE, ctypes.addressof(zero)),
+            'prlimit_set': raw_syscall(table['prlimit64'], 0, resource.RLIMIT_CORE, ctypes.addressof(zero), 0),
+            'prlimit_read': raw_syscall(table['prlimit64'], 0, resource.RLIMIT_CORE, 0, ctypes.addressof(read)),
+            'other_limit': errno_of(lambda: resource.setrlimit(resource.RLIMIT_NOFILE, (64, 64))),
+        }
+        out['read'] = list(read)
+        out['prctl_dumpable'] = int(libc.prctl(4, 1, 0, 0, 0))  # PR_SET_DUMPABLE 1: allowed, and beside the point
+        out['limit'] = list(resource.getrlimit(resource.RLIMIT_CORE))
+        script = "grep 'core file' /proc/self/limits; ulimit -S -c 0 2>/dev/null; echo lowered=$?"
+        out['after_exec'] = subprocess.run(['/bin/bash', '-c', script], capture_output=True, text=True).stdout.split()
+        send(out)
+
+    msg, code = run_in_child(body)
+    assert code == 0 and msg is not None
+    assert msg['setrlimit'] == msg['prlimit_set'] == -errno.EPERM
+    assert msg['prlimit_read'] == 0 and msg['read'] == [1, 1] and msg['limit'] == [1, 1]
+    assert msg['other_limit'] == 0 and msg['prctl_dumpable'] == 0
+    assert msg['after_exec'] == ['Max', 'core', 'file', 'size', '1', '1', 'bytes', 'lowered=1'], msg['after_exec']

@@ -1,4 +1,4 @@
-"""The filter's rules for shared files and shared caches (`judge.sandbox.kernel.seccomp_args`),
+"""The filter's rules for shared files, shared caches and the core limit (`judge.sandbox.kernel.seccomp_args`),
 evaluated in Python for each architecture: what each call and argument gets (nothing installed)."""
 
 from __future__ import annotations
@@ -78,6 +78,21 @@ def test_the_page_cache_cannot_be_evicted_or_probed(decide: Decider) -> None:
             assert decide(name, 3, 0, 1, 0, 0, flags) == ALLOW, (name, flags)
     assert decide('cachestat', 3, 0, 0, 0) == errno_action(errno.ENOSYS)
     assert decide('io_setup', 8, 0) == errno_action(errno.ENOSYS)  # Linux AIO: requests carry RWF_NOWAIT
+
+
+def test_the_core_limit_cannot_be_changed_but_can_be_read(decide: Decider) -> None:
+    eperm = errno_action(errno.EPERM)
+    new = 0x7FFE12345678
+    assert decide('setrlimit', rules.RLIMIT_CORE, new) == eperm
+    assert decide('setrlimit', (1 << 32) | rules.RLIMIT_CORE, new) == eperm
+    for resource in (0, 1, 3, 7):  # CPU, FSIZE, STACK, NOFILE
+        assert decide('setrlimit', resource, new) == ALLOW
+        assert decide('prlimit64', 0, resource, new, 0) == ALLOW
+    assert decide('prlimit64', 0, rules.RLIMIT_CORE, 0, new) == ALLOW  # getrlimit
+    assert decide('prlimit64', 0, rules.RLIMIT_CORE, new, 0) == eperm
+    assert decide('prlimit64', 0, rules.RLIMIT_CORE, new, new) == eperm
+    assert decide('prlimit64', 77, rules.RLIMIT_CORE, 1 << 32, 0) == eperm  # a pointer above 4 GiB
+    assert decide('prlimit64', 0, (1 << 32) | rules.RLIMIT_CORE, new, 0) == eperm
 
 
 def test_the_base_policy_is_unchanged_around_the_rules(decide: Decider) -> None:
