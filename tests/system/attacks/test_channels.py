@@ -89,7 +89,7 @@ def _mostly_cached(counts: tuple[int, int]) -> bool:
 def _warm_c(url: str, *sources: str) -> None:
     """Compile the C programs (cached) so that a pair starts together."""
     for result in batch(url, [c(source, stdin='warm') for source in sources], route='/run/batch'):
-        assert result['verdict'] == 'accepted', result
+        assert result['verdict'] == 'accepted', (result['stdout'], result['stderr'])
 
 
 # --------------------------------------------------------------------------------------------------
@@ -185,3 +185,47 @@ def test_the_page_cache_is_neither_evicted_nor_probed(gateway_url: str, health: 
     if lang != 'bash':  # mincore: every page resident, though the host evicted the file (cold[0] == 0 here)
         pages = r['cold_resident'][1]
         assert r['cold_resident'] == [pages, pages], (r, cold)
+
+
+# --------------------------------------------------------------------------------------------------
+# honest programs
+
+
+SQLITE = """
+import sqlite3
+out = []
+for mode in ('delete', 'wal'):
+    db = sqlite3.connect(f'{mode}.db')
+    db.execute(f'pragma journal_mode={mode}')
+    db.execute('create table t (x integer)')
+    db.executemany('insert into t values (?)', [(i,) for i in range(100)])
+    db.commit()
+    other = sqlite3.connect(f'{mode}.db')  # a second connection: sqlite's own locking between the two
+    other.execute('insert into t values (1000)')
+    other.commit()
+    out.append(db.execute('select count(*), sum(x) from t').fetchone())
+print(out)
+"""
+
+BASH_FLOCK = 'touch mine.lock\nflock mine.lock echo held\n( flock -n 9 && echo again ) 9>mine.lock\n'
+
+C_ADVICE = r"""
+#define _GNU_SOURCE
+#include <fcntl.h>
+#include <stdio.h>
+#include <sys/uio.h>
+#include <unistd.h>
+int main(void) {
+    int fd = open("/usr/bin/env", O_RDONLY); char buf[64]; struct iovec v = {buf, sizeof buf};
+    int seq = posix_fadvise(fd, 0, 0, POSIX_FADV_SEQUENTIAL), willneed = posix_fadvise(fd, 0, 0, POSIX_FADV_WILLNEED);
+    printf("%d %d %zd\n", seq, willneed, preadv2(fd, &v, 1, 0, 0));
+    return 0;
+}
+"""
+
+
+def test_honest_lock_and_cache_users_still_work(gateway_url: str, health: SlotHealth) -> None:
+    subs = [py(SQLITE, '[(101, 5950), (101, 5950)]'), bash(BASH_FLOCK, 'held\nagain'), c(C_ADVICE, '0 0 64')]
+    for result in batch(gateway_url, subs):
+        survived(result)
+        assert result['verdict'] == 'accepted', (result['stdout'], result['stderr'])
