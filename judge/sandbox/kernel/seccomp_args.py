@@ -15,7 +15,8 @@ watch what a neighbour opens.  `judge.sandbox.kernel.seccomp` sends these calls 
   answer 0 and evict nothing (advice the kernel may ignore anyway); ``preadv2``/``pwritev2`` with
   ``RWF_NOWAIT`` or ``RWF_DONTCACHE`` get EOPNOTSUPP, as on a file system without them;
   ``cachestat`` and Linux AIO (``io_setup``, whose requests carry the same flags) get ENOSYS.
-  ``mincore`` stays: on a file the caller cannot write the kernel reports every page resident.
+  ``mincore`` stays: for a file the caller could not open for writing the kernel reports every page
+  resident (Linux commit 134fca9063ad, 2019).
 * the core limit: ``setrlimit`` and ``prlimit64`` setting ``RLIMIT_CORE`` get EPERM (reading it
   works), so the limit of 1 the warm parent sets (`judge.sandbox.kernel.coredump`) holds after any
   ``execve``.
