@@ -183,6 +183,9 @@ def test_watches_leases_and_cache_probes_are_refused_under_the_filter(tmp_path: 
             'fadvise_dontneed': errno_of(lambda: os.posix_fadvise(fd, 0, 0, os.POSIX_FADV_DONTNEED)),
             'fadvise_willneed': errno_of(lambda: os.posix_fadvise(fd, 0, 0, os.POSIX_FADV_WILLNEED)),
             'getlease': fcntl.fcntl(fd, rules.F_GETLEASE),
+            # the 32-bit F_SETLK64/F_SETLKW64 numbers set no lock on a 64-bit kernel: nothing to filter
+            'setlk64': errno_of(lambda: fcntl.fcntl(fd, 13, struct.pack('hhqqi4x', fcntl.F_RDLCK, 0, 0, 0, 0))),
+            'setlkw64': errno_of(lambda: fcntl.fcntl(fd, 14, struct.pack('hhqqi4x', fcntl.F_RDLCK, 0, 0, 0, 0))),
         }
         with mmap.mmap(fd, 8192, prot=mmap.PROT_READ) as mapping:
             out['pageout'] = errno_of(lambda: mapping.madvise(rules.MADV_PAGEOUT))
@@ -208,6 +211,8 @@ def test_watches_leases_and_cache_probes_are_refused_under_the_filter(tmp_path: 
         'fadvise_dontneed': 0,
         'fadvise_willneed': 0,
         'getlease': fcntl.F_UNLCK,
+        'setlk64': errno.EINVAL,
+        'setlkw64': errno.EINVAL,
         'pageout': 0,
         'cold': 0,
         'willneed': 0,
