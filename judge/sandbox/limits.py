@@ -48,7 +48,7 @@ _FIELD_NAMES = frozenset(Limits._fields)
 def rlimits(limits: Limits, *, set_nproc: bool, nproc_slack: int = 0) -> list[tuple[int, int, int]]:
     """The (resource, soft, hard) triples an execution runs under (JSON-able for the child's plan).
 
-    ``RLIMIT_CORE`` is not among them: the warm parent set it for all its children, and the seccomp
+    ``RLIMIT_CORE`` is not among them: the warm parent sets it for all its children, and the seccomp
     filter refuses to change it (`judge.sandbox.kernel.coredump`).
 
     ``nproc_slack`` raises ``RLIMIT_NPROC`` above ``limits.pids`` where a pids cgroup is the real
