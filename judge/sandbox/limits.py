@@ -62,13 +62,15 @@ _FIELD_NAMES = frozenset(Limits._fields)
 def rlimits(limits: Limits, *, set_nproc: bool, nproc_slack: int = 0) -> list[tuple[int, int, int]]:
     """The (resource, soft, hard) triples an execution runs under (JSON-able for the child's plan).
 
+    ``RLIMIT_CORE`` is not among them: the warm parent sets it for all its children, and the seccomp
+    filter refuses to change it (`judge.sandbox.kernel.coredump`).
+
     ``nproc_slack`` raises ``RLIMIT_NPROC`` above ``limits.pids`` where a pids cgroup is the real
     bound: the cgroup then refuses first and counts it (`judge.sandbox.kernel.cgroups.SlotCgroup.fork_refusals`).
     """
     cpu_s = max(1, math.ceil(limits.time_s))
     out = [
         (resource.RLIMIT_CPU, cpu_s, cpu_s + 1),
-        (resource.RLIMIT_CORE, 0, 0),
         (resource.RLIMIT_FSIZE, limits.file_bytes, limits.file_bytes),
         (resource.RLIMIT_NOFILE, limits.nofile, limits.nofile),
     ]

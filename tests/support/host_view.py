@@ -1,8 +1,10 @@
-"""The host's view of a stack's slots: processes as this (root) test process sees them in /proc, and the
-slots' pids cgroups (the attack suite's host-side checks)."""
+"""The host's view of a stack's slots: processes as this (root) test process sees them in /proc, the
+slots' pids cgroups, and the page cache of host files (the attack suite's host-side checks)."""
 
 from __future__ import annotations
 
+import ctypes
+import mmap
 import os
 import time
 from dataclasses import dataclass
@@ -10,6 +12,8 @@ from pathlib import Path
 
 from judge.sandbox.kernel import cgroups
 from tests.support.stack import Stack
+
+_libc = ctypes.CDLL(None, use_errno=True)
 
 
 @dataclass(frozen=True)
@@ -134,3 +138,26 @@ def pids_cgroup_dir(rel: str) -> Path:
 def slot_tasks(rel: str) -> int:
     """Tasks charged to a slot's pids cgroup (live processes, threads, unreaped zombies)."""
     return int((pids_cgroup_dir(rel) / 'pids.current').read_text())
+
+
+def page_cache(path: str | Path) -> tuple[int, int]:
+    """(pages of ``path`` in the page cache, pages in all), as root sees them: mincore on a private mapping
+    (the kernel answers truly for a file its caller may write, and root may write any)."""
+    with open(path, 'rb') as f, mmap.mmap(f.fileno(), 0, access=mmap.ACCESS_COPY) as mapping:
+        vector = (ctypes.c_ubyte * ((len(mapping) + mmap.PAGESIZE - 1) // mmap.PAGESIZE))()
+        anchor = ctypes.c_char.from_buffer(mapping)
+        try:
+            address = ctypes.c_void_p(ctypes.addressof(anchor))
+            assert _libc.mincore(address, ctypes.c_size_t(len(mapping)), vector) == 0, ctypes.get_errno()
+        finally:
+            del anchor
+    return sum(v & 1 for v in vector), len(vector)
+
+
+def evict(path: str | Path) -> None:
+    """Drop ``path``'s clean pages from the page cache (POSIX_FADV_DONTNEED, as root on the host)."""
+    fd = os.open(path, os.O_RDONLY)
+    try:
+        os.posix_fadvise(fd, 0, 0, os.POSIX_FADV_DONTNEED)
+    finally:
+        os.close(fd)

@@ -5,9 +5,11 @@
 default ALLOW; kill the process on a foreign architecture and on x32 system calls; EPERM for
 non-AF_UNIX ``socket``, namespace creation, mounts, ptrace, kernel-facing administration calls and
 io_uring; ENOSYS for ``clone3`` so glibc falls back to ``clone``, whose flags a classic BPF filter
-can inspect.
+can inspect; and the rules of `judge.sandbox.kernel.seccomp_args` for file locks, watches, the page
+cache and the core-dump limit.
 
-Syscall numbers live in explicit per-architecture tables below (x86_64 and aarch64).
+Syscall numbers live in explicit per-architecture tables below (x86_64 and aarch64); the assembler
+is `judge.sandbox.kernel.bpf`.
 """
 
 from __future__ import annotations
@@ -15,9 +17,23 @@ from __future__ import annotations
 import ctypes
 import errno
 import os
-import struct
 
-from judge.sandbox.kernel import libc, namespaces
+from judge.sandbox.kernel import libc, namespaces, seccomp_args
+from judge.sandbox.kernel.bpf import (
+    BPF_JEQ_K,
+    BPF_JGE_K,
+    BPF_JSET_K,
+    INSN,
+    OFFSET_ARCH,
+    OFFSET_NR,
+    SECCOMP_RET_ALLOW,
+    SECCOMP_RET_ERRNO,
+    SECCOMP_RET_KILL_PROCESS,
+    Assembler,
+    arg_offset,
+)
+from judge.sandbox.kernel.bpf import BPF_LD_W_ABS as BPF_LD_W_ABS  # re-exported for the filter's tests
+from judge.sandbox.kernel.bpf import BPF_RET_K as BPF_RET_K
 from judge.sandbox.lazylog import get_logger
 
 TYPE_CHECKING = False
@@ -30,25 +46,11 @@ logger = get_logger('judge.sandbox.kernel.seccomp')
 PR_SET_SECCOMP = 22
 SECCOMP_MODE_FILTER = 2
 
-SECCOMP_RET_KILL_PROCESS = 0x80000000
-SECCOMP_RET_ERRNO = 0x00050000
-SECCOMP_RET_ALLOW = 0x7FFF0000
-
 AUDIT_ARCH_X86_64 = 0xC000003E
 AUDIT_ARCH_AARCH64 = 0xC00000B7
 X32_SYSCALL_BIT = 0x40000000
 
-# struct seccomp_data: int nr; __u32 arch; __u64 instruction_pointer; __u64 args[6]
-OFFSET_NR = 0
-OFFSET_ARCH = 4
-OFFSET_ARG0_LO = 16  # low 32 bits of args[0] (little-endian)
-
-# classic BPF opcodes
-BPF_LD_W_ABS = 0x20
-BPF_JEQ_K = 0x15
-BPF_JGE_K = 0x35
-BPF_JSET_K = 0x45
-BPF_RET_K = 0x06
+OFFSET_ARG0_LO = arg_offset(0)
 
 AF_UNIX = 1
 PER_LINUX = 0
@@ -93,6 +95,10 @@ SYSCALLS_X86_64: Mapping[str, int] = {
     'sethostname': 170, 'setdomainname': 171, 'shmget': 29, 'semget': 64, 'msgget': 68,
     'mq_open': 240, 'mq_unlink': 241, 'mq_timedsend': 242, 'mq_timedreceive': 243, 'mq_notify': 244,
     'mq_getsetattr': 245,
+    # judge.sandbox.kernel.seccomp_args (cachestat: 451 everywhere, newer than Debian 12's headers)
+    'flock': 73, 'fcntl': 72, 'fadvise64': 221, 'madvise': 28, 'preadv2': 327, 'pwritev2': 328,
+    'cachestat': 451, 'io_setup': 206, 'inotify_init': 253, 'inotify_init1': 294, 'inotify_add_watch': 254,
+    'fanotify_init': 300, 'fanotify_mark': 301, 'setrlimit': 160, 'prlimit64': 302,
 }  # fmt: skip
 
 SYSCALLS_AARCH64: Mapping[str, int] = {
@@ -109,6 +115,9 @@ SYSCALLS_AARCH64: Mapping[str, int] = {
     'sethostname': 161, 'setdomainname': 162, 'msgget': 186, 'semget': 190, 'shmget': 194,
     'mq_open': 180, 'mq_unlink': 181, 'mq_timedsend': 182, 'mq_timedreceive': 183, 'mq_notify': 184,
     'mq_getsetattr': 185,
+    'flock': 32, 'fcntl': 25, 'fadvise64': 223, 'madvise': 233, 'preadv2': 286, 'pwritev2': 287,
+    'cachestat': 451, 'io_setup': 0, 'inotify_init1': 26, 'inotify_add_watch': 27,
+    'fanotify_init': 262, 'fanotify_mark': 263, 'setrlimit': 164, 'prlimit64': 261,
 }  # fmt: skip
 
 # machine name -> (AUDIT_ARCH value, syscall table, has the x32 ABI)
@@ -118,47 +127,11 @@ ARCHES: Mapping[str, tuple[int, Mapping[str, int], bool]] = {
 }
 _MACHINE_ALIASES = {'amd64': 'x86_64', 'arm64': 'aarch64'}
 
-_INSN = struct.Struct('<HBBI')  # struct sock_filter {u16 code; u8 jt; u8 jf; u32 k}
-
 
 def native_arch() -> str:
     """The running machine's architecture name as used in `ARCHES`."""
     machine = os.uname().machine.lower()
     return _MACHINE_ALIASES.get(machine, machine)
-
-
-class _Assembler:
-    """A tiny classic-BPF assembler with symbolic jump targets (classic BPF jumps only forward)."""
-
-    def __init__(self) -> None:
-        self._code: list[tuple[int, int | str, int | str, int]] = []
-        self._labels: dict[str, int] = {}
-
-    def label(self, name: str) -> None:
-        self._labels[name] = len(self._code)
-
-    def load(self, offset: int) -> None:
-        self._code.append((BPF_LD_W_ABS, 0, 0, offset))
-
-    def jump(self, op: int, k: int, jt: int | str, jf: int | str) -> None:
-        self._code.append((op, jt, jf, k))
-
-    def ret(self, action: int) -> None:
-        self._code.append((BPF_RET_K, 0, 0, action))
-
-    def assemble(self) -> bytes:
-        out = bytearray()
-        for pc, (code, jt, jf, k) in enumerate(self._code):
-            out += _INSN.pack(code, self._offset(pc, jt), self._offset(pc, jf), k)
-        return bytes(out)
-
-    def _offset(self, pc: int, target: int | str) -> int:
-        if isinstance(target, int):
-            return target
-        offset = self._labels[target] - pc - 1
-        if not 0 <= offset <= 255:
-            raise ValueError(f'BPF jump to {target!r} out of range ({offset})')
-        return offset
 
 
 def build_filter(arch: str | None = None) -> bytes:
@@ -170,7 +143,7 @@ def build_filter(arch: str | None = None) -> bytes:
     if name not in ARCHES:
         raise ValueError(f'no seccomp syscall table for architecture {name!r}')
     audit_arch, table, has_x32 = ARCHES[name]
-    a = _Assembler()
+    a = Assembler()
     a.load(OFFSET_ARCH)
     a.jump(BPF_JEQ_K, audit_arch, 0, 'kill')
     a.load(OFFSET_NR)
@@ -182,6 +155,7 @@ def build_filter(arch: str | None = None) -> bytes:
     a.jump(BPF_JEQ_K, table['clone'], 'clone', 0)
     a.jump(BPF_JEQ_K, table['clone3'], 'enosys', 0)
     a.jump(BPF_JEQ_K, table['personality'], 'personality', 0)
+    seccomp_args.emit_dispatch(a, table)
     for syscall in DENIED_SYSCALLS:
         if syscall in table:
             a.jump(BPF_JEQ_K, table[syscall], 'eperm', 0)
@@ -196,6 +170,7 @@ def build_filter(arch: str | None = None) -> bytes:
     a.load(OFFSET_ARG0_LO)
     a.jump(BPF_JEQ_K, PER_LINUX, 'allow', 0)
     a.jump(BPF_JEQ_K, PERSONALITY_QUERY, 'allow', 'eperm')
+    seccomp_args.emit_rules(a)
     a.label('eperm')
     a.ret(SECCOMP_RET_ERRNO | errno.EPERM)
     a.label('enosys')
@@ -205,7 +180,7 @@ def build_filter(arch: str | None = None) -> bytes:
     a.label('allow')
     a.ret(SECCOMP_RET_ALLOW)
     program = a.assemble()
-    logger.debug('seccomp filter for %s: %d instructions', name, len(program) // _INSN.size)
+    logger.debug('seccomp filter for %s: %d instructions', name, len(program) // INSN.size)
     if name == native_arch():
         _prepare(program)
     return program
@@ -223,10 +198,10 @@ _prepared: dict[bytes, tuple[ctypes.Array[ctypes.c_char], _SockFprog, int]] = {}
 def _prepare(program: bytes) -> int:
     entry = _prepared.get(program)
     if entry is None:
-        if not program or len(program) % _INSN.size or len(program) // _INSN.size > 4096:
+        if not program or len(program) % INSN.size or len(program) // INSN.size > 4096:
             raise ValueError('not a classic BPF program')
         buf = ctypes.create_string_buffer(program, len(program))
-        fprog = _SockFprog(len(program) // _INSN.size, ctypes.addressof(buf))
+        fprog = _SockFprog(len(program) // INSN.size, ctypes.addressof(buf))
         entry = _prepared[program] = (buf, fprog, ctypes.addressof(fprog))
     return entry[2]
 

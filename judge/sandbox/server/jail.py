@@ -9,7 +9,7 @@ import signal
 from typing import Any
 
 from judge.sandbox.errors import CleanupError, JailError
-from judge.sandbox.kernel import cgroups, landlock, namespaces, seccomp
+from judge.sandbox.kernel import cgroups, coredump, landlock, namespaces, seccomp
 from judge.sandbox.kernel.cpushare import SlotCpu, cpu_group_path
 from judge.sandbox.lazylog import get_logger
 from judge.sandbox.limits import Limits
@@ -75,6 +75,7 @@ class Jail:
             return
         self.uid = self.gid = uid_base + self.slot
         self.detail['uid'] = self.uid
+        self._check_core_pattern()
         if self.tier in ('namespaces', 'landlock'):
             self._make_cgroups()
         if self.tier == 'namespaces':
@@ -93,6 +94,21 @@ class Jail:
             self.detail['seccomp'] = True
         except ValueError as e:  # unknown architecture: the namespaces/landlock layers still hold
             logger.warning('no seccomp filter: %s', e)
+
+    def _check_core_pattern(self) -> None:
+        """Refuse a host whose ``core_pattern`` hands dumps to a socket: no limit stops those
+        (`judge.sandbox.kernel.coredump`); file and pipe patterns are stopped by the core limit of 1."""
+        try:
+            kind = coredump.host_pattern_kind()
+        except OSError as e:
+            logger.warning('slot %d: cannot read %s (%s)', self.slot, coredump.CORE_PATTERN, e)
+            return
+        self.detail['core_pattern'] = kind
+        if kind == 'socket' and not self.allow_unsafe:
+            raise JailError(
+                'kernel.core_pattern hands core dumps to a socket ("@..."), which no rlimit stops: a crashing '
+                "submission would reach the host's handler; set a file or pipe pattern (or allow unsafe tiers)"
+            )
 
     def _make_cgroups(self) -> None:
         hierarchy = cgroups.detect()

@@ -2,7 +2,7 @@
 
 The slot's zygote (`judge.sandbox.zygote.main`) forks the child *before* the request arrives (a
 spare), so the fork and most of the jail setup are off the request's critical path.  The zygote is
-already in the slot's CPU-share cgroups and under no-new-privs,
+already in the slot's CPU-share cgroups and under the core limit, no-new-privs,
 Landlock and the seccomp filter (`confine_forker`), which the spare inherits.  The spare, in order:
 new session → cgroups → work dir → drop to the slot's uid → close inherited fds; then it waits on
 its control pipe.  When the request comes it reads the plan (rlimits, program, stdin), sets the
@@ -21,7 +21,7 @@ import struct
 
 from judge.sandbox.errors import ProtocolError
 from judge.sandbox.fdio import apply_rlimits, read_exact, write_all
-from judge.sandbox.kernel import landlock, namespaces, seccomp
+from judge.sandbox.kernel import coredump, landlock, namespaces, seccomp
 from judge.sandbox.zygote.warm import run_python
 
 TYPE_CHECKING = False
@@ -144,11 +144,12 @@ def confine_forker(prep: ChildPrep) -> None:
     """Apply the slot-wide restrictions once, in the process that forks the children (the zygote).
 
     The zygote first joins the slot's CPU-share cgroups (`ChildPrep.parent_procs`), which every
-    child then inherits at no cost.  No-new-privs, Landlock and the seccomp filter are inherited
-    across ``fork``, so every child starts under them without paying for installing them (mostly
-    loading the filter).  The memory and pids cgroups' ``cgroup.procs`` files are opened first,
-    because Landlock then refuses to open them: each child joins them by writing to the inherited
-    descriptors.
+    child then inherits at no cost.  The core limit of 1 (`judge.sandbox.kernel.coredump`), no-new-privs,
+    Landlock and the seccomp filter are inherited across ``fork``, so every child starts under them
+    without paying for installing them (mostly loading the filter); the limit comes first, because the
+    filter then refuses every change to it.  The memory and pids cgroups' ``cgroup.procs`` files are
+    opened first, because Landlock then refuses to open them: each child joins them by writing to the
+    inherited descriptors.
     """
     for path in prep.parent_procs:
         fd = os.open(path, os.O_WRONLY | os.O_CLOEXEC)
@@ -157,6 +158,7 @@ def confine_forker(prep: ChildPrep) -> None:
         finally:
             os.close(fd)
     prep.cgroup_fds = [os.open(path, os.O_WRONLY | os.O_CLOEXEC) for path in prep.cgroup_procs]
+    coredump.forbid_core_dumps()
     if prep.landlock_fd is not None or prep.seccomp_program is not None:
         namespaces.set_no_new_privs()
     if prep.landlock_fd is not None:

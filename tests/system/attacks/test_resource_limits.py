@@ -11,6 +11,7 @@ from pathlib import Path
 
 import pytest
 
+from judge.sandbox.kernel.coredump import CORE_LIMIT
 from tests.support.attack_batch import FILE_LIMIT, MAX_CHARS, MainBatch
 from tests.support.attack_kit import MEMORY_BOUND, NPROC_SLACK, PIDS_BOUND, report_of, survived
 from tests.support.stack import TIME_LIMIT_S, Stack
@@ -59,7 +60,7 @@ def test_rlimits_cannot_be_raised(main_batch: MainBatch) -> None:
     assert limits['CPU'][2] <= TIME_LIMIT_S + 1
     assert limits['NPROC'][2] <= PIDS_BOUND + NPROC_SLACK  # the pids cgroup is the bound; this a backstop
     assert limits['FSIZE'][2] == FILE_LIMIT
-    assert limits['CORE'][2] == 0
+    assert limits['CORE'][1:] == [CORE_LIMIT, CORE_LIMIT]  # 1: a pipe core_pattern dumps nothing (test_core_dumps.py)
     assert limits['AS'][0] in ('unlimited', 'ValueError:not allowed to raise maximum limit')  # memory: cgroup
     assert got['prlimit_init'] == 'EPERM', got
 
