@@ -10,7 +10,7 @@ from contextlib import asynccontextmanager
 from fastapi import FastAPI
 from fastapi.exceptions import RequestValidationError
 
-from api import access, judge_tests, metrics, routes
+from api import access, judge_tests, metrics, routes, sessions
 from api.backpressure import BodyLimit, InFlight
 from api.deps import Gateway
 from api.errors import validation_error
@@ -69,3 +69,4 @@ app.add_middleware(
 app.include_router(routes.build_router(table))
 app.include_router(judge_tests.build_router(table))
 app.include_router(metrics.router)
+app.include_router(sessions.build_router())
