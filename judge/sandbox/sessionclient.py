@@ -160,6 +160,19 @@ class SessionClient:
             listener.close()
             os.close(slot_fd)
 
+    def shutdown(self) -> None:
+        """Stop the host and every session it holds (when it runs)."""
+        with self._lock:
+            sock = self._sock or _try_connect(self.config.socket_path)
+            if sock is not None:
+                try:
+                    send_message(sock.fileno(), {'op': 'shutdown'})
+                    recv_message(sock.fileno())
+                except (OSError, ProtocolError):
+                    pass
+                sock.close()
+            self._sock = None
+
     def close(self) -> None:
         """Hang up (the host and its sessions stay)."""
         with self._lock:

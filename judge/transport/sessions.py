@@ -29,8 +29,8 @@ import redis.asyncio as aioredis
 
 from judge.transport.keys import PRIORITY_RUN
 
-TTL_MARGIN_S = 60
-"""The record outlives the host's idle TTL by this much, so an expired session is known as such."""
+TTL_MARGIN_S = 5
+"""The record outlives the host's idle TTL by this much (the host expires its copy first and says so)."""
 NODES = 'judge:session-nodes'
 PRIORITY = PRIORITY_RUN
 """Session calls are interactive: the single run's priority (their queue is consumed first)."""
@@ -175,7 +175,9 @@ class SessionStore:
         return node, epoch
 
     async def touch(self, sid: str, record: dict[str, str]) -> None:
-        """A call: the record and cells live another TTL."""
+        """A call: the record and cells live another TTL (unless the session went meanwhile)."""
+        if not await self.redis.exists(record_key(sid)):
+            return
         pipe = self.redis.pipeline(transaction=False)
         pipe.hset(record_key(sid), 'used', repr(time.time()))
         pipe.pexpire(record_key(sid), ttl_ms(record))

@@ -73,7 +73,8 @@ class SessionService:
             return {'ok': True}
         if job['op'] == 'fork':
             return self._fork(job, record, spec)
-        return {'result': self._cell(job, record, spec)}
+        result = self._cell(job, record, spec)
+        return result if result.get('gone') else {'result': result}
 
     def _host(self, header: dict[str, Any], blobs: tuple[bytes, ...] = ()) -> dict[str, Any]:
         reply, out = self.client.request(header, blobs)
@@ -88,8 +89,10 @@ class SessionService:
 
     def _restore(self, sid: str, spec: dict[str, Any]) -> tuple[int, str | None]:
         """Rebuild ``sid`` here from its recorded cells; how many were replayed, or the failure."""
-        cells = [c for c in self.records.cells(sid) if not c.get('ended')]
-        reply = self._host({'op': 'create', 'sid': sid, **spec, 'replay': [_replay_cell(c) for c in cells]})
+        recorded = self.records.cells(sid)
+        cells = [c for c in recorded if not c.get('ended')]
+        replay = [_replay_cell(c) for c in cells]
+        reply = self._host({'op': 'create', 'sid': sid, **spec, 'replay': replay, 'count': len(recorded)})
         if not reply.get('ok'):
             return 0, str(reply.get('error') or 'the session could not be rebuilt')
         self.records.mark(sid, live='1', built='1')
@@ -117,6 +120,8 @@ class SessionService:
         restored, replayed = False, 0
         reply = self._host(header, (stdin,))
         if not reply.get('ok') and (reply.get('missing') or reply.get('host_lost')):
+            if self.records.get(sid) is None:  # it expired here meanwhile (the host's journal said so)
+                return {'gone': True}
             replayed, failure = self._restore(sid, spec)
             if failure is not None:
                 return self._infra(job, f'the session could not be rebuilt: {failure}', time.monotonic() - started)

@@ -162,6 +162,10 @@ class Host:
             reply = self.ops.close(header)
         elif op == 'info':
             reply = self.ops.info(header)
+        elif op == 'shutdown':  # the socket is root's alone: the worker's pool processes, tests
+            logger.warning('asked to stop: the session host stops')
+            self.stop()
+            os._exit(0)
         else:
             reply = {'ok': False, 'error': f'unknown op {op!r}'}, ()
         return {**reply[0], 'journal': self.registry.drain()}, reply[1]

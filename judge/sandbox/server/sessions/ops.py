@@ -48,7 +48,8 @@ class Ops:
         self.scoped = scoped
 
     def create(self, req: dict[str, Any]) -> Reply:
-        """A new live session ``sid`` (``kind``, limits, TTL), after replaying ``replay`` (recorded cells)."""
+        """A new live session ``sid`` (``kind``, limits, TTL), after replaying ``replay`` (recorded cells; the
+        record's count is ``count``, cells that ended the session included)."""
         sid = str(req['sid'])
         found = self.registry.get(sid)
         if found is not None:
@@ -61,6 +62,7 @@ class Ops:
             if out.ended:
                 self.host.discard(live)
                 return {'ok': False, 'error': f'replaying cell {i} ended the session', 'replay_failed': i}, ()
+        live.count = int(req.get('count') or live.count)  # cells that ended the session count, unreplayed
         live.memory_bytes = live.group.memory_bytes()
         self.registry.add(live)
         return {'ok': True, 'count': live.count, 'replayed': len(replay), 'kind': live.kind}, ()
@@ -174,6 +176,7 @@ class Ops:
             'memory_kb': live.group.memory_bytes() // 1024,
             'layers': live.layers,
             'pid_count': len(live.group.pids()),
+            'cgroups': dict(live.group.dirs),
         }, ()
 
 
