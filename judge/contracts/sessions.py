@@ -51,6 +51,9 @@ class CellRequest(BaseModel):
     value: bool = Field(True, description="report the trailing expression's repr in `value`")
     error_style: Literal['traceback', 'line'] = 'traceback'
     busy: Literal['wait', 'error'] = Field('wait', description='another cell is running: wait for it, or answer 409')
+    call_id: str | None = Field(
+        None, pattern=SESSION_ID, description='the same id on a call sent again: its first answer, the cell run once'
+    )
 
     @field_validator('code', 'stdin')
     @classmethod

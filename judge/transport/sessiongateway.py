@@ -125,7 +125,7 @@ class SessionGateway:
                 'value': body.value,
                 'style': body.error_style,
             }
-            answer = await self._send(sid, 'cell', {'cell': cell}, wait_s)
+            answer = await self._send(sid, 'cell', {'cell': cell}, wait_s, call=body.call_id)
             await self.store.touch(sid, record)
         finally:
             await self.store.unlock(sid, token)
@@ -190,11 +190,17 @@ class SessionGateway:
         return {'session_id': sid, 'closed': True}
 
     async def _send(
-        self, sid: str, op: str, extra: dict[str, Any], wait_s: float, record: dict[str, str] | None = None
+        self,
+        sid: str,
+        op: str,
+        extra: dict[str, Any],
+        wait_s: float,
+        record: dict[str, str] | None = None,
+        call: str | None = None,
     ) -> dict[str, Any]:
         """Send ``op`` to the session's node, placing it again if that node is lost (see the module's doc)."""
         deadline = time.monotonic() + wait_s
-        call, avoid, fresh = uuid.uuid4().hex, '', record is not None
+        call, avoid, fresh = call or uuid.uuid4().hex, '', record is not None
         for _ in range(ATTEMPTS):
             record = record if fresh else await self.store.get(sid)
             fresh = False

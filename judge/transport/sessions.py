@@ -209,6 +209,11 @@ class SessionRecords:
         """How many cells are recorded."""
         return int(self.redis.llen(cells_key(sid)))
 
+    def last(self, sid: str) -> dict[str, Any] | None:
+        """The last recorded cell (None: none)."""
+        raw = self.redis.lindex(cells_key(sid), -1)
+        return None if raw is None else dict(json.loads(raw))
+
     def append(self, sid: str, index: int, cell: dict[str, Any], record: dict[str, str], live: bool) -> int:
         """Record cell ``index`` (only if the record has exactly ``index`` cells and the epoch is unchanged):
         the new count, -1 (another count), -2 (no record), -3 (another epoch)."""
