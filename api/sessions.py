@@ -53,6 +53,11 @@ async def create_session(body: SessionCreate, request: Request, gateway: Gateway
     return await _answer(_sessions(request, gateway).create(body))
 
 
+async def session_nodes(request: Request, gateway: GatewayDep) -> Response:
+    """Each node's live sessions and the memory they hold (as the node's workers last saw them)."""
+    return await _answer(_sessions(request, gateway).nodes())
+
+
 async def session_info(session_id: SessionId, request: Request, gateway: GatewayDep) -> Response:
     """Where the session lives, how many cells it ran, which of them replay unfaithfully."""
     return await _answer(_sessions(request, gateway).info(session_id))
@@ -84,6 +89,7 @@ def build_router() -> APIRouter:
     router = APIRouter()
     path = '/sessions/{session_id}'
     router.add_api_route('/sessions', create_session, methods=['POST'], response_model=SessionInfo)
+    router.add_api_route('/sessions', session_nodes, methods=['GET'])
     router.add_api_route(path, session_info, methods=['GET'], response_model=SessionInfo)
     router.add_api_route(path, close_session, methods=['DELETE'])
     router.add_api_route(f'{path}/cells', run_cell, methods=['POST'], response_model=CellResult)

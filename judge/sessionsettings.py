@@ -24,7 +24,7 @@ class SessionSettings(BaseSettings):
 
     enabled: bool = Field(True, validation_alias=_env('JUDGE_SESSIONS'))
     """Workers consume their node's session queue and gateways serve ``/sessions*``."""
-    memory_mb: int = Field(4096, gt=0, validation_alias=_env('JUDGE_SESSION_MEMORY_MB'))
+    memory_mb: int = Field(8192, gt=0, validation_alias=_env('JUDGE_SESSION_MEMORY_MB'))
     """Memory budget of one node's live sessions together (what their cgroups are charged); past it the
     least recently used idle sessions are evicted to replay-only."""
     max_sessions: int = Field(2000, gt=0, validation_alias=_env('JUDGE_SESSION_MAX'))

@@ -122,6 +122,7 @@ class ForkResult(BaseModel):
     session_id: str
     children: list[ForkChild]
     cost: float
+    fork_s: float | None = Field(None, description="the session host's own time to fork the live process")
 
 
 class SessionJob(TypedDict):

@@ -83,6 +83,11 @@ class SessionGateway:
             raise SessionError(503, f'the session could not be made: {answer.get("error")}')
         return await self.info(sid)
 
+    async def nodes(self) -> dict[str, Any]:
+        """Each node's live sessions and their memory (``GET /sessions``), against the configured budget."""
+        hosts = await self.store.hosts()
+        return {'budget_mb': self.ss.memory_mb, 'max_sessions': self.ss.max_sessions, 'nodes': hosts}
+
     async def info(self, sid: str) -> dict[str, Any]:
         """What the judge knows of ``sid``."""
         record = await self.store.get(sid)
@@ -168,7 +173,8 @@ class SessionGateway:
             for child in children:
                 await self.store.delete(child)
             raise SessionError(503, f'the fork failed: {answer.get("error")}')
-        return {'session_id': sid, 'children': answer['children'], 'cost': round(time.monotonic() - started, 6)}
+        cost = round(time.monotonic() - started, 6)
+        return {'session_id': sid, 'children': answer['children'], 'cost': cost, 'fork_s': answer.get('fork_s')}
 
     async def close(self, sid: str) -> dict[str, Any]:
         """Forget ``sid`` and end its process."""

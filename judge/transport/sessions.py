@@ -32,6 +32,8 @@ from judge.transport.keys import PRIORITY_RUN
 TTL_MARGIN_S = 5
 """The record outlives the host's idle TTL by this much (the host expires its copy first and says so)."""
 NODES = 'judge:session-nodes'
+HOSTS = 'judge:session-hosts'
+"""Hash: node -> JSON of its session host's last figures (sessions, memory), written by its workers."""
 PRIORITY = PRIORITY_RUN
 """Session calls are interactive: the single run's priority (their queue is consumed first)."""
 
@@ -155,6 +157,12 @@ class SessionStore:
             pipe.exists(alive_key(node))
         return [n for n, up in zip(nodes, await pipe.execute(), strict=True) if up]
 
+    async def hosts(self) -> dict[str, dict[str, Any]]:
+        """Each node's session host figures (as its workers last saw them) and whether the node is alive."""
+        raw = decode(await self.redis.hgetall(HOSTS))
+        alive = set(await self.alive_nodes())
+        return {node: json.loads(text) | {'alive': node in alive} for node, text in sorted(raw.items())}
+
     async def alive(self, node: str) -> bool:
         """Whether ``node``'s worker is alive."""
         return bool(node) and bool(await self.redis.exists(alive_key(node)))
@@ -235,6 +243,10 @@ class SessionRecords:
     def forget(self, sid: str) -> None:
         """An expired session: its record and cells go."""
         self.redis.delete(record_key(sid), cells_key(sid), lock_key(sid))
+
+    def publish_host(self, node: str, figures: dict[str, Any]) -> None:
+        """Record the node's session host figures (``GET /sessions``)."""
+        self.redis.hset(HOSTS, node, json.dumps(figures | {'at': time.time()}))
 
     def heartbeat(self, node: str, every_s: float) -> None:
         """Say ``node`` is alive for three heartbeats."""

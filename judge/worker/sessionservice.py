@@ -13,7 +13,6 @@ from __future__ import annotations
 
 import json
 import logging
-import os
 import time
 from typing import Any
 
@@ -42,6 +41,7 @@ class SessionService:
         self.replies = replies
         self.max_chars = max_chars
         self.runtime = runtime or None
+        self._published = 0.0
 
     def handle(self, job: SessionJob) -> dict[str, Any]:
         """Run ``job`` and push its answer to its reply list."""
@@ -78,6 +78,10 @@ class SessionService:
 
     def _host(self, header: dict[str, Any], blobs: tuple[bytes, ...] = ()) -> dict[str, Any]:
         reply, out = self.client.request(header, blobs)
+        figures = reply.pop('host', None)
+        if isinstance(figures, dict) and time.monotonic() >= self._published + 1.0:  # at most once a second
+            self._published = time.monotonic()
+            self.records.publish_host(self.node, figures)
         for gone, reason in reply.pop('journal', None) or []:
             if reason == 'expired':
                 self.records.forget(gone)
@@ -226,7 +230,7 @@ class SessionService:
                     return {'ok': False, 'error': f'fork {child["sid"]} could not be rebuilt: {failure}'}
             self.records.mark(child['sid'], node=self.node, live='1', built='1')
             modes.append({'session_id': child['sid'], 'mode': mode})
-        return {'ok': True, 'children': modes, 'cost': time.monotonic() - started, 'pid': os.getpid()}
+        return {'ok': True, 'children': modes, 'cost': time.monotonic() - started, 'fork_s': reply.get('fork_s')}
 
 
 def _replay_cell(cell: dict[str, Any]) -> dict[str, Any]:

@@ -96,8 +96,9 @@ class Group:
         found.discard(0)
         return sorted(found)
 
-    def freeze(self, frozen: bool = True, timeout_s: float = 2.0) -> bool:
-        """Freeze (or thaw) every process of the session; False when the kernel did not finish in time."""
+    def freeze(self, frozen: bool = True, timeout_s: float = 2.0, wait: bool = True) -> bool:
+        """Freeze (or thaw) every process of the session; False when the kernel did not finish in time
+        (``wait=False``: ask, and return at once)."""
         if self.version == 2:
             write_control(os.path.join(self.dirs['freezer'], 'cgroup.freeze'), '1' if frozen else '0')
             want, path = f'frozen {int(frozen)}', os.path.join(self.dirs['freezer'], 'cgroup.events')
@@ -105,6 +106,8 @@ class Group:
             state = 'FROZEN' if frozen else 'THAWED'
             write_control(os.path.join(self.dirs['freezer'], 'freezer.state'), state)
             want, path = state, os.path.join(self.dirs['freezer'], 'freezer.state')
+        if not wait:
+            return True
         deadline = time.monotonic() + timeout_s
         while want not in read_text(path):
             if time.monotonic() > deadline:

@@ -153,15 +153,25 @@ def _adopt(parent: Live, made: list[dict[str, Any]], spaces: Spaces) -> list[Liv
     for i, pid in sorted(pids.items()):
         children[i] = _start_child(parent, made[i], pid, spaces)
     pending = {c.sock.fileno(): i for i, c in enumerate(children) if c is not None}
+    answered: list[int] = []
     while pending and time.monotonic() < deadline:
         for fd in ready(list(pending), deadline - time.monotonic()):
             i = pending.pop(fd)
             child = children[i]
             assert child is not None
-            if child.recv(0) != b'R' or not _frozen_and_checked(child, made[i]['ids']):
-                logger.error('fork %s of session %s failed its check', child.sid, parent.sid)
-                discard(child, spaces)
-                children[i] = None
+            if child.recv(0) == b'R':
+                child.group.freeze(True, wait=False)  # all freeze together; checked once they all have
+                answered.append(i)
+                continue
+            discard(child, spaces)
+            children[i] = None
+    for i in answered:
+        child = children[i]
+        assert child is not None
+        if not child.group.freeze(True) or not check_child(child, made[i]['ids']):
+            logger.error('fork %s of session %s failed its check', child.sid, parent.sid)
+            discard(child, spaces)
+            children[i] = None
     _clean_up(parent, made, children, set(pids), set(pending), spaces)
     return children
 
@@ -207,11 +217,6 @@ def _start_child(parent: Live, entry: dict[str, Any], pid: int, spaces: Spaces) 
     finally:
         os.close(layer)
     return child
-
-
-def _frozen_and_checked(child: Live, ids: set[tuple[int, int]]) -> bool:
-    child.freeze()
-    return check_child(child, ids)
 
 
 def check_child(child: Live, own: set[tuple[int, int]]) -> bool:

@@ -168,7 +168,8 @@ class Host:
             os._exit(0)
         else:
             reply = {'ok': False, 'error': f'unknown op {op!r}'}, ()
-        return {**reply[0], 'journal': self.registry.drain()}, reply[1]
+        host = {'sessions': len(self.registry), 'memory_bytes': self.registry.memory_bytes()}
+        return {**reply[0], 'journal': self.registry.drain(), 'host': host}, reply[1]
 
     def status(self) -> dict[str, Any]:
         """The host's tier, sessions and memory."""

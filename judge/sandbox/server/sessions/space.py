@@ -52,6 +52,8 @@ class Spaces:
         self.scope = scope
         self._free = list(range(uid_base + max_families - 1, uid_base - 1, -1))
         self._lock = threading.Lock()
+        self._held = landlock.HeldPaths()
+        """The read paths opened once (``O_PATH``): a layer per member is made on every fork."""
 
     def new_family(self) -> Family:
         """A family with a free uid and an empty tmpfs."""
@@ -78,7 +80,7 @@ class Spaces:
 
     def layer(self, container: str) -> int:
         """A Landlock ruleset fd for a member: read the system, write only beneath ``container``."""
-        return landlock.build_ruleset(self.readable, [container, '/dev/null'], scope=self.scope)
+        return landlock.build_ruleset(self.readable, [container, '/dev/null'], scope=self.scope, held=self._held)
 
     def drop_member(self, family: Family, container: str) -> None:
         """Remove a member's work dir (its processes are dead; its forks' containers, inside its own,
