@@ -15,6 +15,7 @@ or without Landlock's scopes (ABI 6), there is no process fork: `fork_live` retu
 from __future__ import annotations
 
 import os
+import re
 import socket
 import stat
 import time
@@ -67,17 +68,17 @@ def _fdinfo(pid: int, fd: int) -> dict[str, int]:
     return found
 
 
+_SHARED = re.compile(rb'^([0-9a-f]+)-([0-9a-f]+) ([r-])([w-])([x-])s', re.MULTILINE)
+"""A line of ``/proc/<pid>/maps`` whose mapping is shared (a scan in C: a sympy process maps a thousand)."""
+
+
 def _shared_maps(pid: int) -> list[tuple[int, int, int]]:
-    out = []
-    with open(f'/proc/{pid}/maps', encoding='ascii', errors='replace') as f:
-        for line in f:
-            fields = line.split(maxsplit=2)
-            perms = fields[1]
-            if perms[3] == 's':
-                low, high = (int(x, 16) for x in fields[0].split('-'))
-                prot = (perms[0] == 'r') | (perms[1] == 'w') << 1 | (perms[2] == 'x') << 2
-                out.append((low, high, prot))
-    return out
+    with open(f'/proc/{pid}/maps', 'rb') as f:
+        data = f.read()
+    return [
+        (int(low, 16), int(high, 16), (r == b'r') | (w == b'w') << 1 | (x == b'x') << 2)
+        for low, high, r, w, x in _SHARED.findall(data)
+    ]
 
 
 def fork_live(parent: Live, sids: list[str], spaces: Spaces, groups: Groups, scoped: bool) -> list[Live | None]:
