@@ -150,7 +150,8 @@ def test_the_table_is_every_submitting_route_once_and_what_back_pressure_watches
 
     assert len({route.path for route in table}) == len(table) == 9
     posts = {path for path, methods in app.openapi()['paths'].items() if 'post' in methods}
-    assert posts == submit_paths(table)
+    # the session routes (api.sessions) are not in the table: a cell counts itself in flight
+    assert {p for p in posts if not p.startswith('/sessions')} == submit_paths(table)
     (body_limit,) = [m for m in app.user_middleware if m.cls is BodyLimit]
     assert body_limit.kwargs['submit_paths'] == submit_paths(table)
     assert {route.shape for route in table} == set(Shape)
@@ -170,4 +171,4 @@ def test_the_operations_are_those_of_383bec0() -> None:
             body = op.get('requestBody', {}).get('content', {}).get('application/json', {}).get('schema', {})
             answer = op['responses']['200']['content']['application/json']['schema']
             got.append((path, method, op['operationId'], op['description'], model(body) if body else '', model(answer)))
-    assert got == OPERATIONS
+    assert [g for g in got if not g[0].startswith('/sessions')] == OPERATIONS  # live sessions: api/sessions.py
