@@ -10,7 +10,7 @@ from contextlib import asynccontextmanager
 from fastapi import FastAPI
 from fastapi.exceptions import RequestValidationError
 
-from api import access, judge_tests, metrics, routes
+from api import access, judge_tests, metrics, routes, sessions
 from api.backpressure import BodyLimit, InFlight
 from api.deps import Gateway
 from api.doors import judge0, piston, sandboxfusion
@@ -76,3 +76,4 @@ app.include_router(sandboxfusion.build_router(table))
 app.include_router(piston.build_router(table))
 app.include_router(judge0.build_router(table))
 app.include_router(metrics.router)
+app.include_router(sessions.build_router())

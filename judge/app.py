@@ -4,5 +4,5 @@ from __future__ import annotations
 
 from celery import Celery
 
-app = Celery('judge', include=['judge.worker.tasks'])
+app = Celery('judge', include=['judge.worker.tasks', 'judge.worker.sessions'])
 app.config_from_object('celeryconfig')

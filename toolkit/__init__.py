@@ -22,7 +22,10 @@ from toolkit.errors import (
     ToolkitError,
 )
 from toolkit.models import Result, Submission
+from toolkit.notebooks import Notebooks
 from toolkit.policy import BatchPolicy, RetryPolicy, is_retryable
+from toolkit.sessions import CellResult, Session, Sessions, cell_text
+from toolkit.sessions_sync import SyncSession, SyncSessions
 from toolkit.shared import close_shared, get_shared
 from toolkit.sync import SyncJudgeClient
 from toolkit.wrapper import format_tool_text, wrap_code
@@ -34,11 +37,13 @@ __all__ = [
     'DEFAULT_BASE_URL',
     'BadResponse',
     'BatchPolicy',
+    'CellResult',
     'DeadlineExceeded',
     'JudgeBusy',
     'JudgeClient',
     'JudgeUnavailable',
     'JupyterTool',
+    'Notebooks',
     'ProcessorClosed',
     'PythonTool',
     'RequestProcessor',
@@ -46,9 +51,14 @@ __all__ = [
     'RequestTimeout',
     'Result',
     'RetryPolicy',
+    'Session',
+    'Sessions',
     'Submission',
     'SyncJudgeClient',
+    'SyncSession',
+    'SyncSessions',
     'ToolkitError',
+    'cell_text',
     'close_shared',
     'format_tool_text',
     'get_shared',

@@ -13,6 +13,7 @@ from __future__ import annotations
 import os
 import shutil
 import tempfile
+import time
 from collections.abc import Iterator
 from types import SimpleNamespace
 from typing import Any
@@ -132,6 +133,19 @@ def test_rstar2_trajectory_with_session(rlinf: SimpleNamespace) -> None:
     assert one[2][1].startswith('Tool call success\nstdout: cba\n\nexecution time: ')
     assert two[1][1].startswith('Tool call success\nstdout: 1\n\nexecution time: ')
     assert all(elapsed < DEADLINE_S + 1 for elapsed, _ in one + two)
+
+
+def test_jupyter_code_runs_in_a_live_session_closed_at_session_end(rlinf: SimpleNamespace) -> None:
+    """The same process answers every cell of a trajectory (a live judge session, not replayed cells), and
+    RLinf's ``session_end`` closes it."""
+    rlinf.probe.route({PY: 'JudgeToolWorker', NB: 'JudgeToolWorker'}).wait()
+    calls = [(NB, {'code': 'import os\nfirst = os.getpid()'}), (NB, {'code': 'os.getpid() == first'})]
+    [replies] = rlinf.probe.trajectories([calls]).wait()[0]
+    assert replies[1][1].startswith('Tool call success\nstdout: True\n'), replies
+    deadline = time.monotonic() + 10
+    while stats(rlinf, 'JudgeToolWorker')['notebooks']['sessions'] and time.monotonic() < deadline:
+        time.sleep(0.2)
+    assert stats(rlinf, 'JudgeToolWorker')['notebooks'] == {'trajectories': 0, 'sessions': 0, 'mode': 'auto'}
 
 
 def test_success_agrees_with_rlinf_http_tool_worker(rlinf: SimpleNamespace) -> None:

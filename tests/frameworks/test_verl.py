@@ -10,6 +10,7 @@ here (no model download).  The gateway is real (redis-server, Celery prefork wor
 from __future__ import annotations
 
 import asyncio
+import gc
 import importlib
 import json
 import os
@@ -124,8 +125,13 @@ def call(name: str, **arguments: Any) -> str:
     return f'<tool_call>{json.dumps({"name": name, "arguments": arguments})}</tool_call>'
 
 
-def run_loop(tools: list[Any], replies: list[str], max_parallel_calls: int = 2) -> tuple[Any, list[str], float]:
-    """One trajectory through verl's real ``ToolAgentLoop.run``; returns (output, tool messages, seconds)."""
+def run_loop(
+    tools: list[Any], replies: list[str], max_parallel_calls: int = 2, settle_s: float = 0.0
+) -> tuple[Any, list[str], float]:
+    """One trajectory through verl's real ``ToolAgentLoop.run``; returns (output, tool messages, seconds).
+
+    ``settle_s``: how long the loop still runs after the trajectory (what it scheduled at its end, such
+    as closing its session, then gets done; verl's own loop runs on)."""
     from omegaconf import OmegaConf
     from verl.experimental.agent_loop.agent_loop import DictConfigWrap, ToolListWrap
     from verl.experimental.agent_loop.tool_agent_loop import ToolAgentLoop
@@ -154,7 +160,10 @@ def run_loop(tools: list[Any], replies: list[str], max_parallel_calls: int = 2) 
             tools=ToolListWrap(tools),
         )
         try:
-            return await loop.run({}, raw_prompt=[{'role': 'user', 'content': 'Compute.'}])
+            out = await loop.run({}, raw_prompt=[{'role': 'user', 'content': 'Compute.'}])
+            gc.collect()
+            await asyncio.sleep(settle_s)
+            return out
         finally:
             await toolkit.close_shared()
 
@@ -193,10 +202,28 @@ def test_infrastructure_failure_reaches_extra_fields_by_the_deadline(tmp_path: P
 
 
 @needs_loop
-def test_jupyter_yaml_keeps_state_within_a_trajectory(tmp_path: Path, gateway_url: str) -> None:
-    tools = load_tools(tool_yaml(tmp_path, 'jupyter_tool_config.yaml', gateway_url))
+@pytest.mark.parametrize('mode', ['sessions', 'replay'])
+def test_jupyter_yaml_keeps_state_within_a_trajectory(tmp_path: Path, gateway_url: str, mode: str) -> None:
+    """verl makes a tool instance per call: the notebook is the trajectory's (``agent_data.request_id``),
+    a live session closed when verl drops the trajectory's ``AgentData``, or replayed cells."""
+    from tests.support.helpers import request
+
+    tools = load_tools(tool_yaml(tmp_path, 'jupyter_tool_config.yaml', gateway_url, session_mode=mode))
+    notebooks = tools[0].notebooks
+    closed: list[str] = []
+    close = notebooks.close
+
+    async def recording_close(key: str) -> None:
+        closed.append(notebooks.sessions.get(key, ''))
+        await close(key)
+
+    notebooks.close = recording_close
     nb = 'jupyter_code'
     replies = [call(nb, code='import math\nr = 2'), call(nb, code='round(math.pi * r * r, 3)'), 'About 12.566.']
-    out, msgs, _ = run_loop(tools, replies)
+    out, msgs, _ = run_loop(tools, replies, settle_s=1.0)
     assert msgs[1].startswith('Tool call success\nstdout: 12.566\n')
     assert (out.extra_fields['judge_tool_calls'], out.extra_fields['judge_infra_errors']) == (2, 0)
+    assert notebooks.history == {} and notebooks.sessions == {}  # the trajectory ended: its notebook too
+    if mode == 'sessions':
+        assert len(closed) == 1 and closed[0], closed
+        assert request(f'{gateway_url}/sessions/{closed[0]}')[0] == 404

@@ -152,7 +152,8 @@ def test_the_table_is_every_submitting_route_once_and_what_back_pressure_watches
     native = [route for route in table if not route.door]  # the compatible doors' routes are additive
     assert len({route.path for route in table}) == len(table) and len(native) == 9
     posts = {path for path, methods in app.openapi()['paths'].items() if 'post' in methods}
-    assert posts - {route.path for route in table} == {'/api/v2/packages'}  # Piston's install: submits nothing
+    # Piston's install submits nothing; the session routes (api.sessions) count a cell in flight themselves
+    assert {p for p in posts - {route.path for route in table} if not p.startswith('/sessions')} == {'/api/v2/packages'}
     (body_limit,) = [m for m in app.user_middleware if m.cls is BodyLimit]
     assert body_limit.kwargs['submit_paths'] == submit_paths(table) == {route.path for route in native}
     assert {route.shape for route in table} == set(Shape)

@@ -22,6 +22,8 @@ Scenarios (every result is checked; the exit status is 1 if any is wrong):
   ``--rate`` or ``--burst``/``--mean-latency-s`` and ``--mix`` (`toolkit.bench.capacity`).
 * ``wrapped``: math and trivial tool calls plain and inside rStar2-Agent's template shape, alternated
   in rounds: rates, CPU per call and the wrapped / plain ratios (`toolkit.bench.wrapped`).
+* ``sessions``: live sessions against replay: a 10-call sympy trajectory's stack CPU both ways, call 10
+  against call 2, forking a sympy-loaded session into 16, memory per idle session (`toolkit.bench.sessions`).
 * ``all``: longbatch, rstar, latency.
 
 ``--cpu`` adds the whole stack's CPU per submission from ``/proc/<pid>/stat`` (utime+stime, and
@@ -43,6 +45,7 @@ from toolkit.bench.capacity import capacity_scenario
 from toolkit.bench.cpu import DEFAULT_MATCH, cpu_delta, cpu_snapshot, rss_snapshot
 from toolkit.bench.load import latency, longbatch, per_submission, percentiles, rstar, soak, toolcalls
 from toolkit.bench.mathcalls import math_scenario
+from toolkit.bench.sessions import sessions_scenario
 from toolkit.bench.wrapped import wrapped_scenario
 from toolkit.client import DEFAULT_BASE_URL, JudgeClient
 from toolkit.errors import ToolkitError
@@ -61,6 +64,7 @@ SCENARIOS: dict[str, Scenario] = {
     'math': math_scenario,
     'capacity': capacity_scenario,
     'wrapped': wrapped_scenario,
+    'sessions': sessions_scenario,
 }
 
 
@@ -72,7 +76,12 @@ async def run_scenario(name: str, args: argparse.Namespace) -> dict[str, Any]:
             out = await SCENARIOS[name](client, args)
         except ToolkitError as e:
             out = {'n': args.n, 'wrong': args.n, 'error': str(e)}
-    if args.cpu and name not in ('math', 'capacity', 'wrapped'):  # those report the CPU of each of their phases
+    if args.cpu and name not in (
+        'math',
+        'capacity',
+        'wrapped',
+        'sessions',
+    ):  # those report the CPU of each of their phases
         out |= per_submission(cpu_delta(before, cpu_snapshot(args.cpu_match, args.cpu_root)), args.n)
     return {'scenario': name} | out
 
@@ -120,6 +129,12 @@ def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
     parser.add_argument('--profile-in', default='', help='capacity: model a saved profile, measure nothing')
     parser.add_argument('--markdown', action='store_true', help='capacity: the sizing table for three mixes')
     parser.add_argument('--rounds', type=int, default=3, help='wrapped: rounds of the four phases')
+    parser.add_argument('--trajectories', type=int, default=4, help='sessions: trajectories per mode, run at once')
+    parser.add_argument('--fork-n', type=int, default=16, help='sessions: children per fork')
+    parser.add_argument('--fork-rounds', type=int, default=5, help='sessions: forks measured')
+    parser.add_argument('--idle', type=int, default=50, help='sessions: idle sessions made for the memory figure')
+    parser.add_argument('--keep-idle', action='store_true', help='sessions: leave the idle sessions to their TTL')
+    parser.add_argument('--parts', default='trajectory,fork,idle', help='sessions: which measurements')
     args = parser.parse_args(argv)
     if args.n < 1:
         parser.error('--n must be >= 1')

@@ -19,7 +19,6 @@ The RLinf worker class lives in :mod:`toolkit.rlinf.worker` and the configuratio
 from __future__ import annotations
 
 import asyncio
-import collections
 import dataclasses
 import importlib
 import logging
@@ -30,8 +29,10 @@ from typing import TYPE_CHECKING, Any
 from toolkit.client import DEFAULT_BASE_URL
 from toolkit.errors import ToolkitError
 from toolkit.models import Submission
+from toolkit.notebooks import Notebooks
 from toolkit.policy import BatchPolicy, policy_from_config
 from toolkit.schemas import JUPYTER_TOOL, PYTHON_TOOL, TOOL_SCHEMAS
+from toolkit.sessions import cell_text
 from toolkit.shared import get_shared
 from toolkit.wrapper import format_error_text, format_tool_text, wrap_code
 
@@ -97,6 +98,8 @@ class JudgeToolHandler:
     :param concurrency_limit: most ``execute`` calls in flight (RLinf's ``tools.codejudge.concurrency_limit``);
         calls beyond it wait, and the wait counts against their deadline.
     :param max_sessions: most notebook histories kept (least recently used dropped).
+    :param notebooks: how ``jupyter_code`` keeps a session's state (`toolkit.notebooks.Notebooks`: a live
+        judge session per RLinf session, or replay of its cells); made from the other arguments if absent.
     """
 
     tool_names: tuple[str, ...] = (PYTHON_TOOL, JUPYTER_TOOL)
@@ -108,6 +111,7 @@ class JudgeToolHandler:
         *,
         concurrency_limit: int = 1024,
         max_sessions: int = 65536,
+        notebooks: Notebooks | None = None,
     ) -> None:
         if concurrency_limit < 1:
             raise ValueError('concurrency_limit must be >= 1')
@@ -116,19 +120,12 @@ class JudgeToolHandler:
         self.concurrency_limit = concurrency_limit
         self.max_sessions = max_sessions
         self._slots: asyncio.Semaphore | None = None
-        self._sessions: collections.OrderedDict[str, list[str]] = collections.OrderedDict()
+        self.notebooks = notebooks or Notebooks(base_url, self.policy, max_trajectories=max_sessions)
         self._tasks: set[asyncio.Task[None]] = set()
 
     def tool_schemas(self) -> list[dict[str, Any]]:
         """OpenAI function schemas of the tools served (for prompts and RLinf's tool registry)."""
         return [TOOL_SCHEMAS[name] for name in self.tool_names]
-
-    def _history(self, session_id: str) -> list[str]:
-        cells = self._sessions.setdefault(session_id, [])
-        self._sessions.move_to_end(session_id)
-        while len(self._sessions) > self.max_sessions:
-            self._sessions.popitem(last=False)
-        return cells
 
     async def handle(self, request: Any) -> Any:
         """Reply to one request; never raises, never takes longer than ``deadline_s`` + 0.5 s."""
@@ -136,10 +133,12 @@ class JudgeToolHandler:
         kind = getattr(request, 'request_type', None)
         session_id = getattr(request, 'session_id', None)
         if kind == 'session_start':
-            self._history(str(session_id))
+            self.notebooks.cells(str(session_id))
             return _response(True)
-        if kind == 'session_end':
-            self._sessions.pop(str(session_id), None)
+        if kind == 'session_end':  # its live session ends in the background: RLinf waits for this reply
+            task = asyncio.get_running_loop().create_task(self.notebooks.close(str(session_id)))
+            self._tasks.add(task)
+            task.add_done_callback(self._tasks.discard)
             return _response(True)
         if kind != 'execute':
             return _invalid(request, f'unknown request_type {kind!r}')
@@ -166,17 +165,17 @@ class JudgeToolHandler:
         stdin = args.get('input')
         if stdin is not None and not isinstance(stdin, str):
             return _invalid(request, 'the "input" argument must be a string')
-        history = self._history(str(request.session_id)) if name == JUPYTER_TOOL else None
-        sub = Submission(wrap_code(args['code'], history or ()), input=None if history is not None else stdin)
         remaining_s = max(self.policy.deadline_s - (time.monotonic() - start), 0.001)
         try:
-            result = await get_shared(self.base_url, self.policy).submit(sub, deadline_s=remaining_s)
+            if name == JUPYTER_TOOL:
+                result = await self.notebooks.run(str(request.session_id), args['code'])
+            else:
+                sub = Submission(wrap_code(args['code']), input=stdin)
+                result = await get_shared(self.base_url, self.policy).submit(sub, deadline_s=remaining_s)
         except ToolkitError as err:
             meta = {'infra_error': err.infra, 'reason': err.reason, 'error': str(err), 'attempts': err.attempts}
             meta['latency_s'] = time.monotonic() - start
             return _response(False, format_error_text(err), meta)
-        if history is not None and not result.infra:
-            history.append(args['code'])
         meta = {
             'infra_error': result.infra,
             'reason': result.reason,
@@ -186,7 +185,8 @@ class JudgeToolHandler:
             'cost_s': result.cost,
             'batch_size': result.batch_size,
         }
-        return _response(result.ok, format_tool_text(result), meta)
+        meta |= {'restored': getattr(result, 'restored', False)} if name == JUPYTER_TOOL else {}
+        return _response(result.ok, cell_text(result) if name == JUPYTER_TOOL else format_tool_text(result), meta)
 
     async def _reply(self, request: Any, output_channel: Any) -> None:
         reply = await self.handle(request)
@@ -249,8 +249,17 @@ def handler_from_config(cfg: Any) -> JudgeToolHandler:
     section.setdefault('deadline_s', 60.0)
     base_url, policy = policy_from_config(section)
     limit = int(section.get('concurrency_limit') or 1024)
+    ttl = section.get('session_ttl_s')
+    notebooks = Notebooks(
+        base_url,
+        policy,
+        mode=str(section.get('session_mode', 'auto')),
+        kind=str(section.get('session_kind', 'scientific')),
+        ttl_s=float(ttl) if ttl else None,
+        max_trajectories=int(section.get('max_sessions', 65536)),
+    )
     return JudgeToolHandler(
-        base_url, policy, concurrency_limit=limit, max_sessions=int(section.get('max_sessions', 65536))
+        base_url, policy, concurrency_limit=limit, max_sessions=notebooks.max_trajectories, notebooks=notebooks
     )
 
 

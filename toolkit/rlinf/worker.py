@@ -63,5 +63,7 @@ class JudgeToolWorker(ToolWorker):  # type: ignore[misc]
         await close_shared(drain_timeout_s=5.0)
 
     async def stats(self) -> dict[str, Any]:
-        """Batcher statistics of this worker (batches, mean batch size, retries, deadline misses)."""
-        return get_shared(self.handler.base_url, self.handler.policy).stats()
+        """Batcher statistics of this worker (batches, mean batch size, retries, deadline misses) and its
+        notebooks (``jupyter_code``: trajectories held, live sessions, mode)."""
+        found: dict[str, Any] = get_shared(self.handler.base_url, self.handler.policy).stats()
+        return found | {'notebooks': self.handler.notebooks.stats()}

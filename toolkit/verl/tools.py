@@ -11,16 +11,18 @@ verl copies into ``non_tensor_batch`` (see :data:`EXTRA_FIELDS`): a trainer mask
 
 from __future__ import annotations
 
-import collections
 import json
 import logging
 import uuid
+import weakref
 from typing import Any
 
 from toolkit.errors import ToolkitError
 from toolkit.models import Result, Submission
+from toolkit.notebooks import Notebooks
 from toolkit.policy import policy_from_config
 from toolkit.schemas import JUPYTER_SCHEMA, PYTHON_SCHEMA
+from toolkit.sessions import cell_text
 from toolkit.shared import get_shared
 from toolkit.verl.compat import LEGACY_VERL, BaseToolBase, make_response, make_schema, trace_op
 from toolkit.wrapper import format_error_text, format_tool_text, wrap_code
@@ -98,9 +100,8 @@ class PythonTool(BaseToolBase):
             invalid: dict[str, Any] = {'infra_error': False, 'invalid_call': True, 'reason': 'invalid_input'}
             record_call(kwargs, invalid)
             return make_response(text), 0.0, invalid
-        processor = get_shared(self.base_url, self.policy)
         try:
-            result = await processor.submit(self._program(instance_id, parameters, kwargs))
+            result = await self._run(instance_id, parameters, kwargs)
         except ToolkitError as err:
             logger.warning('tool call failed without a result: %s', err)
             metrics: dict[str, Any] = {'infra_error': err.infra, 'reason': err.reason, 'error': str(err)}
@@ -110,7 +111,14 @@ class PythonTool(BaseToolBase):
         self._remember(instance_id, code, kwargs)
         metrics = _result_metrics(result)
         record_call(kwargs, metrics)
-        return make_response(format_tool_text(result)), 0.0, metrics
+        return make_response(self._text(result)), 0.0, metrics
+
+    async def _run(self, instance_id: str, parameters: dict[str, Any], kwargs: dict[str, Any]) -> Result:
+        """One call's result, through the shared batcher."""
+        return await get_shared(self.base_url, self.policy).submit(self._program(instance_id, parameters, kwargs))
+
+    def _text(self, result: Result) -> str:
+        return format_tool_text(result)
 
     async def calc_reward(self, instance_id: str, **kwargs: Any) -> float:
         """Tools give no reward of their own (verl never calls this)."""
@@ -154,42 +162,63 @@ def _history_cells(calls: Any) -> list[str]:
 
 
 class JupyterTool(PythonTool):
-    """``jupyter_code(code)``: a notebook emulated by replaying earlier cells before each new one.
+    """``jupyter_code(code)``: a notebook per trajectory (`toolkit.notebooks`).
 
-    History is kept per instance id, seeded from ``create(history_tool_calls=[...])`` (rStar) and,
-    when verl passes ``agent_data`` with a ``request_id``, per trajectory (verl makes a new instance
-    per call).  ``max_trajectories`` bounds that per-trajectory memory (least recently used dropped).
+    With verl's ``agent_data`` (verl >= 0.7 makes a tool instance per call) the notebook is the
+    trajectory's (``agent_data.request_id``) and is closed when verl drops the trajectory's
+    ``AgentData`` (the judge's idle TTL is the backstop); without it, the instance's, closed at
+    ``release``.  Config: ``session_mode`` (``auto``: a live session, or replay when the judge has
+    none; ``sessions``; ``replay``), ``session_kind`` (``scientific``/``lean``), ``session_ttl_s``,
+    ``max_trajectories`` (histories kept, least recently used dropped).  rStar's
+    ``create(history_tool_calls=[...])`` seeds the cells that come before.
     """
 
     default_schema = JUPYTER_SCHEMA
 
     def __init__(self, config: dict[str, Any] | None = None, tool_schema: Any = None) -> None:
         super().__init__(config, tool_schema)
-        self.max_trajectories = int(self.config.get('max_trajectories', 4096))
-        self._trajectories: collections.OrderedDict[str, list[str]] = collections.OrderedDict()
+        ttl = self.config.get('session_ttl_s')
+        self.notebooks = Notebooks(
+            self.base_url,
+            self.policy,
+            mode=str(self.config.get('session_mode', 'auto')),
+            kind=str(self.config.get('session_kind', 'scientific')),
+            ttl_s=float(ttl) if ttl else None,
+            max_trajectories=int(self.config.get('max_trajectories', 4096)),
+        )
+        self._ends: dict[str, Any] = {}
+        """Trajectory key -> the finalizer that closes its notebook (`weakref.finalize`)."""
 
     async def create(self, instance_id: str | None = None, **kwargs: Any) -> Any:
         """Register an instance, seeding its history from ``history_tool_calls`` if given."""
         out = await super().create(instance_id, **kwargs)
         iid = out if isinstance(out, str) else out[0]
         create_kwargs = kwargs.get('create_kwargs') or {}
-        self._instances[iid] = _history_cells(
-            kwargs.get('history_tool_calls') or create_kwargs.get('history_tool_calls')
-        )
+        cells = _history_cells(kwargs.get('history_tool_calls') or create_kwargs.get('history_tool_calls'))
+        if cells:
+            self.notebooks.history[iid] = cells
         return out
 
-    def _cells(self, instance_id: str, kwargs: dict[str, Any]) -> list[str]:
-        key = getattr(kwargs.get('agent_data'), 'request_id', None)
+    def _key(self, instance_id: str, kwargs: dict[str, Any]) -> str:
+        agent = kwargs.get('agent_data')
+        key = getattr(agent, 'request_id', None)
         if not isinstance(key, str):
-            return self._instances.setdefault(instance_id, [])
-        cells = self._trajectories.setdefault(key, self._instances.get(instance_id) or [])
-        self._trajectories.move_to_end(key)
-        while len(self._trajectories) > self.max_trajectories:
-            self._trajectories.popitem(last=False)
-        return cells
+            return instance_id
+        if key not in self.notebooks.history and instance_id in self.notebooks.history:
+            self.notebooks.history[key] = self.notebooks.history.pop(instance_id)
+        if key not in self._ends or not self._ends[key].alive:
+            self._ends = {k: f for k, f in self._ends.items() if f.alive}
+            self._ends[key] = weakref.finalize(agent, self.notebooks.close_soon, key)  # the trajectory's end
+        return key
 
-    def _program(self, instance_id: str, parameters: dict[str, Any], kwargs: dict[str, Any]) -> Submission:
-        return Submission(wrap_code(parameters['code'], self._cells(instance_id, kwargs)))
+    async def _run(self, instance_id: str, parameters: dict[str, Any], kwargs: dict[str, Any]) -> Result:
+        return await self.notebooks.run(self._key(instance_id, kwargs), parameters['code'])
 
-    def _remember(self, instance_id: str, code: str, kwargs: dict[str, Any]) -> None:
-        self._cells(instance_id, kwargs).append(code)
+    def _text(self, result: Result) -> str:
+        return cell_text(result)
+
+    async def release(self, instance_id: str, **kwargs: Any) -> None:
+        """Forget the instance; without a trajectory key (old verl), its notebook ends with it."""
+        await super().release(instance_id, **kwargs)
+        if instance_id in self.notebooks.history:
+            await self.notebooks.close(instance_id)

@@ -89,10 +89,20 @@ def abi_version() -> int:
     return max(int(version), 0)
 
 
-def _add_path_rule(ruleset_fd: int, path: str, access: int) -> bool:
-    try:
-        fd = os.open(path, os.O_PATH | os.O_CLOEXEC)
-    except (FileNotFoundError, NotADirectoryError):
+class HeldPaths(dict[str, int]):
+    """Paths opened once (``O_PATH`` descriptors, -1: missing), for callers that build many rulesets."""
+
+
+def _add_path_rule(ruleset_fd: int, path: str, access: int, held: HeldPaths | None = None) -> bool:
+    fd = -1 if held is None else held.get(path, -2)
+    if fd == -2 or held is None:
+        try:
+            fd = os.open(path, os.O_PATH | os.O_CLOEXEC)
+        except (FileNotFoundError, NotADirectoryError):
+            fd = -1
+        if held is not None:
+            held[path] = fd
+    if fd < 0:
         logger.debug('landlock: skipping missing path %s', path)
         return False
     try:
@@ -109,12 +119,18 @@ def _add_path_rule(ruleset_fd: int, path: str, access: int) -> bool:
         if result != 0:
             libc.raise_errno(f'landlock_add_rule({path!r})')
     finally:
-        os.close(fd)
+        if held is None:
+            os.close(fd)
     return True
 
 
 def build_ruleset(
-    read_paths: Sequence[str], write_paths: Sequence[str], *, deny_tcp: bool = True, scope: bool = True
+    read_paths: Sequence[str],
+    write_paths: Sequence[str],
+    *,
+    deny_tcp: bool = True,
+    scope: bool = True,
+    held: HeldPaths | None = None,
 ) -> int:
     """Create a ruleset fd (close-on-exec) allowing read+execute beneath *read_paths* and full access
     beneath *write_paths*; everything else on the filesystem is denied once a process restricts itself.
@@ -122,6 +138,8 @@ def build_ruleset(
     ``deny_tcp`` (ABI >= 4) denies every TCP bind/connect; ``scope`` (ABI >= 6) confines abstract unix
     sockets and signals to the domain.  Paths that do not exist are skipped.  Raises OSError when
     Landlock is unavailable.  Call once in the parent; the fd must stay open for `restrict_self`.
+    ``held``: the read paths' descriptors kept open between calls (the session host builds a ruleset
+    per session).
     """
     abi = abi_version()
     if abi < 1:
@@ -146,7 +164,7 @@ def build_ruleset(
         libc.raise_errno('landlock_create_ruleset')
     try:
         for path in read_paths:
-            _add_path_rule(fd, path, READ_EXEC_ACCESS & fs_mask)
+            _add_path_rule(fd, path, READ_EXEC_ACCESS & fs_mask, held)
         for path in write_paths:
             _add_path_rule(fd, path, fs_mask)
     except BaseException:

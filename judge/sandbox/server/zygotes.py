@@ -38,6 +38,14 @@ libc/libpython symbol is resolved once, in the zygote, instead of in each forked
 _HIGH_FD = 10
 
 
+def _readable(fd: int, timeout_s: float) -> bool:
+    """Whether ``fd`` is readable within ``timeout_s`` (poll: descriptors above 1023 too, as in the
+    session host, which holds several per live session)."""
+    poller = select.poll()
+    poller.register(fd, select.POLLIN)
+    return bool(poller.poll(max(0, int(timeout_s * 1000 + 0.999))))
+
+
 def _high(fd: int) -> int:
     """A close-on-exec duplicate of ``fd`` numbered above the zygote's fixed fds."""
     return fcntl.fcntl(fd, fcntl.F_DUPFD_CLOEXEC, _HIGH_FD)
@@ -65,8 +73,7 @@ class Zygote:
 
     def _recv(self, timeout_s: float | None = None) -> tuple[bytes, list[int]]:
         if timeout_s is not None:
-            ready, _, _ = select.select([self.sock], [], [], timeout_s)
-            if not ready:
+            if not _readable(self.sock.fileno(), timeout_s):
                 raise ZygoteLost(f'the zygote did not answer within {timeout_s:.0f}s')
         try:
             data, fds, _, _ = socket.recv_fds(self.sock, MAX_MSG, 4)
@@ -89,7 +96,7 @@ class Zygote:
 
     def poll(self) -> None:
         """Read every message already waiting (readiness, exit reports) without blocking."""
-        while select.select([self.sock], [], [], 0)[0]:
+        while _readable(self.sock.fileno(), 0):
             self._drain(*self._recv())
 
     def wait_ready(self, timeout_s: float) -> None:
@@ -121,6 +128,25 @@ class Zygote:
                 return Spare(pid, os.pidfd_open(pid), ctrl, out, err, status, workdir, self.reap, self.pid)
             self._drain(data, fds)
 
+    def fork_session(self) -> tuple[int, list[int]]:
+        """A new live session process (`judge.sandbox.zygote.session`): its pid and the server's ends of
+        its control socket, stdout and stderr (the session host's)."""
+        try:
+            self.sock.send(b'G')
+        except OSError as e:
+            raise ZygoteLost(f'zygote socket: {e}') from e
+        while True:
+            data, fds = self._recv()
+            if data[:1] == b'S':
+                if len(fds) != 3:
+                    self._drain(data, fds)
+                    raise ZygoteLost(f'the zygote sent {len(fds)} fds for a session, not 3')
+                (pid,) = PID.unpack(data[1:])
+                self.forks += 1
+                self.live.add(pid)
+                return pid, fds
+            self._drain(data, fds)
+
     def reap(self, pid: int, timeout_s: float | None = None) -> tuple[int, float, int]:
         """Wait until the zygote has reaped ``pid``: its wait status, CPU seconds and max RSS (KB)."""
         deadline = None if timeout_s is None else time.monotonic() + timeout_s
@@ -138,7 +164,7 @@ class Zygote:
 
     def alive(self) -> bool:
         """Whether the zygote process is still running."""
-        return not select.select([self.pidfd], [], [], 0)[0]
+        return not _readable(self.pidfd, 0)
 
     def close(self) -> None:
         """Stop the zygote (its spares die with their control pipes) and reap it."""
@@ -154,10 +180,11 @@ class Zygote:
         os.close(self.pidfd)
 
 
-def spawn_zygote(prep: ChildPrep, package_fd: int, kind: str = 'lean') -> Zygote:
+def spawn_zygote(prep: ChildPrep, package_fd: int, kind: str = 'lean', hash_seed: int | None = None) -> Zygote:
     """Start a fresh zygote process; it is ready after `Zygote.wait_ready` (or once `Zygote.ready`).
 
-    ``package_fd`` is an ``O_PATH`` descriptor of the directory that holds the `judge` package.
+    ``package_fd`` is an ``O_PATH`` descriptor of the directory that holds the `judge` package;
+    ``hash_seed``: a fixed ``PYTHONHASHSEED`` (live sessions replay on other nodes), else a random one.
     """
     ours, theirs = socket.socketpair(socket.AF_UNIX, socket.SOCK_SEQPACKET)
     inherited = [(_high(theirs.fileno()), SOCK_FD), (_high(package_fd), PACKAGE_FD)]
@@ -169,8 +196,9 @@ def spawn_zygote(prep: ChildPrep, package_fd: int, kind: str = 'lean') -> Zygote
             sys.executable,
             # No -B: its children's sys.flags are the fresh mode's (``python3 -I``); the read-only
             # root keeps any bytecode write from landing.
-            [sys.executable, '-I', '-c', BOOT],
-            _ZYGOTE_ENV,
+            # (``-I`` ignores ``PYTHONHASHSEED``: with a fixed one, ``-s -P`` and an environment of ours.)
+            [sys.executable, '-I', '-c', BOOT] if hash_seed is None else [sys.executable, '-s', '-P', '-c', BOOT],
+            _ZYGOTE_ENV if hash_seed is None else {**_ZYGOTE_ENV, 'PYTHONHASHSEED': str(hash_seed)},
             file_actions=[(os.POSIX_SPAWN_DUP2, fd, target) for fd, target in inherited],
         )
     finally:

@@ -19,6 +19,8 @@ Messages, one per datagram:
 
 * server → zygote: ``F`` + work dir: fork a spare that will run there;
 * server → zygote: ``W``: reap whatever has exited (the server asks when its slot does not empty);
+* session host → zygote: ``G``: fork a live session's process (`judge.sandbox.zygote.session`);
+  answered ``S`` + pid with three fds (control socket, stdout, stderr);
 * zygote → server: ``R`` once ready; ``S`` + pid with four fds (control, stdout, stderr, status);
 * zygote → server: ``X`` + pid, wait status, CPU seconds and max RSS (KB) of a spare it reaped.
 
@@ -43,6 +45,7 @@ import sys
 from judge.sandbox.kernel import namespaces
 from judge.sandbox.zygote.child import ChildFds, ChildPrep, confine_forker, run_spare
 from judge.sandbox.zygote.recursion import stack_depth
+from judge.sandbox.zygote.session import run_session
 from judge.sandbox.zygote.warm import prepare_interpreter, watch_scientific
 
 TYPE_CHECKING = False
@@ -133,6 +136,19 @@ def serve() -> NoReturn:  # pragma: no cover - runs in the zygote process
                     ours = [ctrl_w, out_r, err_r, status_r]
                     _send_fds(sock, b'S' + PID.pack(pid), ours)
                     for fd in (ctrl_r, out_w, err_w, status_w, *ours):
+                        os.close(fd)
+                elif request[:1] == b'G':  # a live session's process (`judge.sandbox.zygote.session`)
+                    ctrl, theirs = _socket.socketpair(_socket.AF_UNIX, _socket.SOCK_SEQPACKET)
+                    out_r, out_w = os.pipe2(os.O_CLOEXEC)
+                    err_r, err_w = os.pipe2(os.O_CLOEXEC)
+                    pid = os.fork()
+                    if pid == 0:
+                        run_session(prep, theirs.fileno(), out_w, err_w)
+                    spares[os.pidfd_open(pid)] = pid
+                    _send_fds(sock, b'S' + PID.pack(pid), [ctrl.fileno(), out_r, err_r])
+                    ctrl.close()
+                    theirs.close()
+                    for fd in (out_r, out_w, err_r, err_w):
                         os.close(fd)
             _reap_others(set(spares.values()))
     except BaseException:

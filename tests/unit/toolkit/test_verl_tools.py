@@ -60,14 +60,17 @@ def test_jupyter_tool_replays_history() -> None:
             last = gw.batches[-1][0]['solution']
             assert "['a = 1', 'b = a + 1']" in last and "'print(b)'" in last
 
-            class AgentData:
+            class AgentData:  # verl keeps one per trajectory, passed to every call
                 request_id = 'traj-1'
 
+            agent = AgentData()
             for code in ('x = 5', 'x * 2'):
                 other = await create(tool)
-                await tool.execute(other, {'code': code}, agent_data=AgentData())
+                await tool.execute(other, {'code': code}, agent_data=agent)
                 await tool.release(other)
             assert "['x = 5']" in gw.batches[-1][0]['solution']
+            del agent  # the trajectory ends: its notebook goes with it
+            assert 'traj-1' not in tool.notebooks.history
             await toolkit.close_shared()
 
     run(main())

@@ -1,0 +1,264 @@
+"""Forking a frozen live session into ``n`` independent ones, and checking from outside that they are.
+
+The parent's process forks the children itself (`judge.sandbox.zygote.branch`): a fork of a warm
+interpreter is cheap, and each child starts with the parent's whole state.  What a fork would share
+between the copies is taken away: each child gets its own control socket, pipes, cgroups, container
+(a copy of the parent's work dir) and Landlock layer; descriptors that would be shared channels are
+closed or opened again from the copy, shared mappings made private; the parent moves into a new
+Landlock domain.  The process does this itself, so none of it is trusted: `check_child` and
+`check_parent` then look at each process from outside, frozen (its cgroup holds only it, its
+descriptors are only its own, no shared mapping), and a child that fails is killed (the caller makes
+it again by replay).  A fork needs one more Landlock layer on each side; past `process.LAYERS_MAX`,
+or without Landlock's scopes (ABI 6), there is no process fork: `fork_live` returns no child.
+"""
+
+from __future__ import annotations
+
+import os
+import re
+import socket
+import stat
+import time
+from typing import Any
+
+from judge.sandbox.lazylog import get_logger
+from judge.sandbox.server.sessions.cgroup import Groups
+from judge.sandbox.server.sessions.process import LAYERS_MAX, Live, ready
+from judge.sandbox.server.sessions.space import Spaces, copy_tree
+
+logger = get_logger('judge.sandbox.server.sessions.forking')
+
+READY_S = 10.0
+_DEVICES = {(1, 3), (1, 5), (1, 7), (1, 8), (1, 9)}
+"""Character devices a copy may share: null, zero, full, random, urandom (no state to pass on)."""
+
+
+def plan(pid: int, workdir: str) -> dict[str, Any]:
+    """From the frozen parent: which descriptors each child opens again, closes, and which mappings
+    it makes private (`judge.sandbox.zygote.branch`)."""
+    reopen, close = [], []
+    for name in os.listdir(f'/proc/{pid}/fd'):
+        fd = int(name)
+        if fd <= 3:
+            continue
+        try:
+            target = os.readlink(f'/proc/{pid}/fd/{fd}')
+            st = os.stat(f'/proc/{pid}/fd/{fd}')
+            info = _fdinfo(pid, fd)
+        except OSError:
+            continue
+        if stat.S_ISREG(st.st_mode) and target.startswith(workdir + '/'):
+            reopen.append((fd, os.path.relpath(target, workdir), info.get('flags', 0), info.get('pos', 0)))
+        elif not (stat.S_ISCHR(st.st_mode) and _device(st) in _DEVICES):
+            close.append(fd)
+    return {'reopen': reopen, 'close': close, 'maps': _shared_maps(pid)}
+
+
+def _device(st: os.stat_result) -> tuple[int, int]:
+    return os.major(st.st_rdev), os.minor(st.st_rdev)
+
+
+def _fdinfo(pid: int, fd: int) -> dict[str, int]:
+    found = {}
+    with open(f'/proc/{pid}/fdinfo/{fd}', encoding='ascii') as f:
+        for line in f:
+            key, _, value = line.partition(':')
+            if key in ('pos', 'flags'):
+                found[key] = int(value.strip(), 8 if key == 'flags' else 10)
+    return found
+
+
+_SHARED = re.compile(rb'^([0-9a-f]+)-([0-9a-f]+) ([r-])([w-])([x-])s', re.MULTILINE)
+"""A line of ``/proc/<pid>/maps`` whose mapping is shared (a scan in C: a sympy process maps a thousand)."""
+
+
+def _shared_maps(pid: int) -> list[tuple[int, int, int]]:
+    with open(f'/proc/{pid}/maps', 'rb') as f:
+        data = f.read()
+    return [
+        (int(low, 16), int(high, 16), (r == b'r') | (w == b'w') << 1 | (x == b'x') << 2)
+        for low, high, r, w, x in _SHARED.findall(data)
+    ]
+
+
+def fork_live(parent: Live, sids: list[str], spaces: Spaces, groups: Groups, scoped: bool) -> list[Live | None]:
+    """Fork the frozen ``parent`` into one new live session per id (None for each child that could not
+    be made or failed its check); the parent is frozen again on return."""
+    if not scoped or parent.layers + 1 > LAYERS_MAX or parent.group.pids() != [parent.pid]:
+        return [None] * len(sids)
+    the_plan = plan(parent.pid, parent.workdir)
+    made: list[dict[str, Any]] = []
+    send_fds: list[int] = []
+    for sid in sids:
+        host, theirs = socket.socketpair(socket.AF_UNIX, socket.SOCK_SEQPACKET)
+        out_r, out_w = os.pipe2(os.O_CLOEXEC)
+        err_r, err_w = os.pipe2(os.O_CLOEXEC)
+        container, workdir = spaces.new_member(parent.family, parent.container)
+        copy_tree(parent.workdir, workdir, parent.family.uid)
+        made.append(
+            {
+                'sid': sid,
+                'host': host,
+                'fds': [out_r, err_r],
+                'ids': {_ident(theirs.fileno()), _ident(out_w), _ident(err_w)},
+                'container': container,
+                'workdir': workdir,
+                'group': groups.take(parent.group.memory_mb),
+            }
+        )
+        send_fds += [theirs.detach(), out_w, err_w]
+    relayer = spaces.layer(parent.container)
+    parent.freeze(False)
+    try:
+        parent.send({'op': 'fork', 'n': len(sids), **the_plan}, [*send_fds, relayer])
+    finally:
+        for fd in [*send_fds, relayer]:
+            os.close(fd)
+    children = _adopt(parent, made, spaces)
+    parent.freeze()
+    parent.layers += 1
+    parent.forks += [c.pid for c in children if c is not None]
+    leaked = {i for m in made for i in m['ids']}
+    if not check_parent(parent, leaked):
+        logger.error('session %s kept what its forks were given: the forks are discarded', parent.sid)
+        for child in children:
+            if child is not None:
+                discard(child, spaces)
+        return [None] * len(sids)
+    return children
+
+
+def _ident(fd: int) -> tuple[int, int]:
+    st = os.fstat(fd)
+    return st.st_dev, st.st_ino
+
+
+def _adopt(parent: Live, made: list[dict[str, Any]], spaces: Spaces) -> list[Live | None]:
+    """Collect the children's pids (``P``, from the parent and the children that fork others), move each
+    into its cgroups and send it its place; then, as each answers ``R``, freeze and check it.  (Moving a
+    process between cgroups waits for every fork in progress, so it starts once the forks are made.)"""
+    deadline = time.monotonic() + READY_S
+    pids: dict[int, int] = {}
+    done = False
+    while (not done or len(pids) < len(made)) and time.monotonic() < deadline:
+        data = parent.recv(deadline - time.monotonic())
+        if data[:1] == b'P' and len(data) == 9:
+            index, pid = int.from_bytes(data[1:5], 'big'), int.from_bytes(data[5:], 'big')
+            if 0 <= index < len(made):
+                pids[index] = pid
+        elif data == b'F':
+            done = True
+        elif not data:
+            break
+    children: list[Live | None] = [None] * len(made)
+    for i, pid in sorted(pids.items()):
+        children[i] = _start_child(parent, made[i], pid, spaces)
+    pending = {c.sock.fileno(): i for i, c in enumerate(children) if c is not None}
+    answered: list[int] = []
+    while pending and time.monotonic() < deadline:
+        for fd in ready(list(pending), deadline - time.monotonic()):
+            i = pending.pop(fd)
+            child = children[i]
+            assert child is not None
+            if child.recv(0) == b'R':
+                child.group.freeze(True, wait=False)  # all freeze together; checked once they all have
+                answered.append(i)
+                continue
+            discard(child, spaces)
+            children[i] = None
+    for i in answered:
+        child = children[i]
+        assert child is not None
+        if not child.group.freeze(True) or not check_child(child, made[i]['ids']):
+            logger.error('fork %s of session %s failed its check', child.sid, parent.sid)
+            discard(child, spaces)
+            children[i] = None
+    _clean_up(parent, made, children, set(pids), set(pending), spaces)
+    return children
+
+
+def _clean_up(
+    parent: Live,
+    made: list[dict[str, Any]],
+    children: list[Live | None],
+    forked: set[int],
+    silent: set[int],
+    spaces: Spaces,
+) -> None:
+    """Release what children never forked were given; discard the children that never answered."""
+    for i, entry in enumerate(made):
+        child = children[i]
+        if child is None and i not in forked:
+            entry['host'].close()
+            for fd in entry['fds']:
+                os.close(fd)
+            entry['group'].remove()
+            spaces.drop_member(parent.family, entry['container'])
+        elif child is not None and child.sock.fileno() in silent:
+            discard(child, spaces)
+            children[i] = None
+
+
+def _start_child(parent: Live, entry: dict[str, Any], pid: int, spaces: Spaces) -> Live:
+    """The new child's handle: into its cgroups, then its work dir and Landlock layer on its own socket."""
+    entry['group'].join(pid)
+    child = Live(
+        entry['sid'],
+        pid,
+        [entry['host'].detach(), *entry['fds']],
+        entry['group'],
+        parent.family,
+        entry['container'],
+        entry['workdir'],
+    )
+    child.layers, child.kind, child.count, child.ttl_s = parent.layers + 1, parent.kind, parent.count, parent.ttl_s
+    layer = spaces.layer(entry['container'])
+    try:
+        child.send({'workdir': entry['workdir']}, [layer])
+    finally:
+        os.close(layer)
+    return child
+
+
+def check_child(child: Live, own: set[tuple[int, int]]) -> bool:
+    """Whether the frozen ``child`` is alone in its cgroups, holds no descriptor but its own (its pipes
+    and socket, files of its work dir, stateless devices) and maps nothing shared."""
+    if child.group.pids() != [child.pid]:
+        return False
+    base = f'/proc/{child.pid}/fd'
+    for name in os.listdir(base):
+        path = f'{base}/{name}'
+        try:
+            st, target = os.stat(path), os.readlink(path)
+        except OSError:
+            continue
+        if (st.st_dev, st.st_ino) in own:
+            continue
+        if stat.S_ISREG(st.st_mode) and target.startswith(child.workdir + '/'):
+            continue
+        if stat.S_ISCHR(st.st_mode) and _device(st) in _DEVICES:
+            continue
+        return False
+    return not _shared_maps(child.pid)
+
+
+def check_parent(parent: Live, given: set[tuple[int, int]]) -> bool:
+    """Whether the frozen parent is alone in its cgroups and kept none of the children's descriptors."""
+    if parent.group.pids() != [parent.pid]:
+        return False
+    base = f'/proc/{parent.pid}/fd'
+    for name in os.listdir(base):
+        try:
+            st = os.stat(f'{base}/{name}')
+        except OSError:
+            continue
+        if (st.st_dev, st.st_ino) in given:
+            return False
+    return True
+
+
+def discard(live: Live, spaces: Spaces) -> None:
+    """Kill a session and remove what it had (its cgroups, its work dir)."""
+    live.close()
+    live.group.remove()
+    spaces.drop_member(live.family, live.container)

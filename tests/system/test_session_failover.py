@@ -1,0 +1,95 @@
+"""A live session survives the death of its node: the call in flight is answered by another node, which
+rebuilds the session by replaying its recorded cells (with their seeds), and the trajectory goes on.
+
+Two worker nodes on one Redis, as in tests/system/test_multinode.py; the node holding the session is
+SIGKILLed (its whole process group: the Celery main process and its pool) while a cell runs on it.
+"""
+
+from __future__ import annotations
+
+import os
+import shutil
+import signal
+import sys
+import threading
+import time
+from collections.abc import Iterator
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from judge.stack import worker_command
+from tests.support.helpers import request
+from tests.support.services import Service, start_gateway, start_redis
+from tests.support.stack import stack_env
+
+pytestmark = pytest.mark.integration
+
+
+@dataclass
+class Cluster:
+    url: str
+    nodes: dict[str, Service]
+
+
+@pytest.fixture(scope='module')
+def cluster(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Cluster]:
+    log_dir = tmp_path_factory.mktemp('session-failover')
+    redis, port = start_redis(log_dir)
+    redis_url = f'redis://127.0.0.1:{port}/0'
+    roots = [Path('/tmp') / f'judge-sf-{port}-{name}' for name in ('n1', 'n2', 'gw')]
+    services: list[Service] = [redis]
+    try:
+        nodes: dict[str, Service] = {}
+        for name, root in zip(('n1', 'n2'), roots, strict=False):
+            env = stack_env(redis_url, root) | {'JUDGE_SESSION_HEARTBEAT_S': '1'}
+            nodes[name] = Service(f'worker-{name}', worker_command(sys.executable, 2, f'{name}@%h'), env, log_dir)
+            services.append(nodes[name])
+        for svc in nodes.values():
+            svc.wait_log('ready.', 60)
+        gateway, url = start_gateway(stack_env(redis_url, roots[2]), log_dir)
+        services.append(gateway)
+        yield Cluster(url, nodes)
+    finally:
+        for svc in reversed(services):
+            svc.stop()
+        for root in roots:
+            shutil.rmtree(root, ignore_errors=True)
+
+
+def cell(url: str, sid: str, code: str) -> dict[str, Any]:
+    status, result = request(f'{url}/sessions/{sid}/cells', {'code': code}, timeout_s=180)
+    assert status == 200, result
+    return dict(result)
+
+
+def test_a_node_killed_mid_trajectory_loses_no_call(cluster: Cluster) -> None:
+    status, info = request(f'{cluster.url}/sessions', {'seed': 2024})
+    assert status == 200, info
+    sid, home = info['session_id'], info['node']
+    drawn = cell(
+        cluster.url,
+        sid,
+        'import random\nimport sympy as sp\nx = sp.Symbol("x")\ndrawn = [random.random() for _ in range(3)]\ndrawn',
+    )
+    assert cell(cluster.url, sid, 'roots = sp.solve(x**2 - 4, x)\nroots')['value'] == '[-2, 2]'
+    victim = cluster.nodes[home.split('@')[0]]
+    answers: list[dict[str, Any]] = []
+    call = threading.Thread(
+        target=lambda: answers.append(cell(cluster.url, sid, 'import time\ntime.sleep(2)\n(drawn, roots)'))
+    )
+    call.start()
+    time.sleep(1.0)  # the cell runs on the victim now
+    os.killpg(victim.proc.pid, signal.SIGKILL)
+    victim.proc.wait()
+    call.join(timeout=180)
+    assert answers, 'the call in flight got no answer'
+    answer = answers[0]
+    assert answer['verdict'] == 'accepted' and answer['restored'] and answer['node'] != home, answer
+    assert answer['value'] == f'({drawn["value"]}, [-2, 2])', answer
+    after = cell(cluster.url, sid, 'len(drawn)')
+    assert after['value'] == '3' and not after['restored'] and after['node'] == answer['node']
+    status, info = request(f'{cluster.url}/sessions/{sid}')
+    assert info['node'] == answer['node'] and info['live'] and info['cells'] == 4, info
