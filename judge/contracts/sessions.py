@@ -21,6 +21,10 @@ Kind = Literal['scientific', 'lean']
 """The warm parent a session is forked from: sympy and numpy preloaded, or the light preload only."""
 
 
+MIN_SESSION_MEMORY_MB = 16
+"""Below this a session process may not even start (its start would look like the judge's failure)."""
+
+
 class SessionCreate(BaseModel):
     """``POST /sessions``: a new live Python session."""
 
@@ -30,7 +34,11 @@ class SessionCreate(BaseModel):
         None, pattern=SESSION_ID, description='chosen by the client (unique); absent: a fresh id'
     )
     kind: Kind = 'scientific'
-    memory_mb: int | None = Field(None, gt=0, description="the session's memory limit, MiB (default MAX_MEMORY)")
+    memory_mb: int | None = Field(
+        None,
+        ge=MIN_SESSION_MEMORY_MB,
+        description=f"the session's memory limit, MiB, at least {MIN_SESSION_MEMORY_MB} (default MAX_MEMORY)",
+    )
     time_s: float | None = Field(None, gt=0, description="each cell's wall-clock limit (default MAX_EXECUTION_TIME)")
     ttl_s: float | None = Field(
         None, gt=0, description='idle time after which the session expires (default JUDGE_SESSION_TTL_S)'

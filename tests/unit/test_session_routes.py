@@ -6,7 +6,7 @@ from __future__ import annotations
 import pytest
 from pydantic import ValidationError
 
-from judge.contracts.sessions import CellRequest, ForkRequest, SessionCreate
+from judge.contracts.sessions import MIN_SESSION_MEMORY_MB, CellRequest, ForkRequest, SessionCreate
 
 
 def test_the_session_operations() -> None:
@@ -29,7 +29,9 @@ def test_the_session_operations() -> None:
 def test_the_session_models_check_their_fields() -> None:
     assert SessionCreate().kind == 'scientific'
     assert CellRequest(code='x').busy == 'wait' and CellRequest(code='x').value is True
-    for bad in ({'session_id': 'no spaces'}, {'kind': 'huge'}, {'ttl_s': 0}, {'seed': -1}, {'extra': 1}):
+    assert SessionCreate(memory_mb=MIN_SESSION_MEMORY_MB).memory_mb == MIN_SESSION_MEMORY_MB
+    too_small = {'memory_mb': MIN_SESSION_MEMORY_MB - 1}  # the process might not start: 422, not the judge's 503
+    for bad in ({'session_id': 'no spaces'}, {'kind': 'huge'}, {'ttl_s': 0}, {'seed': -1}, {'extra': 1}, too_small):
         with pytest.raises(ValidationError):
             SessionCreate(**bad)
     with pytest.raises(ValidationError):
