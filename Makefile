@@ -8,7 +8,7 @@ STAMP := $(VENV)/.installed
 CONSTRAINTS := constraints.txt
 BASE_PYTHON ?= $(shell command -v python3.11 >/dev/null 2>&1 && python3.11 -c 'import sys;print(sys.executable)' || python3 -c 'import sys;print(sys.executable)')
 
-.PHONY: install runtime run test test-unit test-min test-stock test-deploy test-scale test-broker-faults test-image test-verl test-rlinf test-doors test-client lint typecheck format bench soak clean system-deps lock
+.PHONY: install runtime run test test-unit test-min test-stock test-deploy test-scale test-faults test-broker-faults test-image test-verl test-rlinf test-doors test-client lint typecheck format bench soak clean system-deps lock
 
 system-deps:
 	@scripts/system-deps.sh
@@ -53,17 +53,27 @@ test-deploy: install
 	@scripts/system-deps.sh --test
 	JUDGE_TEST_DEPLOY=1 $(PY) -m pytest tests/system/test_deploy_cluster.py
 
-# Scaling out (tests/system/test_shards.py, tests/system/test_gateways.py): two broker shards with a worker each on
-# both transport paths, one killed mid-load; several gateway processes under one in-flight cap, one
-# of them SIGKILLed.  About two minutes; not part of `make test`.
+# Scaling out: two broker shards with a worker each on both transport paths, one killed mid-load
+# (test_shards.py); several gateway processes under one in-flight cap, one of them SIGKILLed
+# (test_gateways.py); two worker nodes on one Redis, one warm-shut-down mid-batch (test_multinode.py);
+# several worker instances on one node (test_instances.py); a live session's node SIGKILLed mid-cell
+# (test_session_failover.py).  About three minutes; not part of `make test`.
 test-scale: install runtime
 	@scripts/system-deps.sh --test
-	JUDGE_TEST_SCALE=1 $(PY) -m pytest tests/system/test_shards.py tests/system/test_gateways.py
+	JUDGE_TEST_SCALE=1 $(PY) -m pytest tests/system/test_shards.py tests/system/test_gateways.py \
+		tests/system/test_multinode.py tests/system/test_instances.py tests/system/test_session_failover.py
+
+# Faults of the judge's own processes on private stacks (tests/system/test_faults.py): a pool process
+# and the worker's main process killed mid-batch, a warm shutdown, Redis restarted under a small
+# batch, a client that disconnects, on both transport paths.  About two minutes; not part of `make test`.
+test-faults: install runtime
+	@scripts/system-deps.sh --test
+	JUDGE_TEST_FAULTS=1 JUDGE_TEST_PATHS=fast,stock $(PY) -m pytest tests/system/test_faults.py
 
 # Broker faults under load (tests/system/test_broker_faults.py): Redis killed and restarted empty, a
 # Sentinel failover to a replica missing the tail, Redis paused past the client timeouts; each on both
 # transport paths with a batch of 500 and /run calls in flight.  About four minutes; not part of
-# `make test` (which restarts Redis under a small batch, tests/test_faults.py).
+# `make test` (`make test-faults` restarts Redis under a small batch, tests/system/test_faults.py).
 test-broker-faults: install runtime
 	@scripts/system-deps.sh --test
 	JUDGE_TEST_BROKER_FAULTS=1 $(PY) -m pytest tests/system/test_broker_faults.py

@@ -31,7 +31,11 @@ from tests.support.helpers import request, wait_for
 from tests.support.services import Service, start_redis, start_worker
 from tests.support.stack import stack_env
 
-pytestmark = [pytest.mark.integration, pytest.mark.both_paths]
+pytestmark = [
+    pytest.mark.integration,
+    pytest.mark.both_paths,
+    pytest.mark.skipif(not os.environ.get('JUDGE_TEST_FAULTS'), reason='optional: make test-faults'),
+]
 
 START_RE = re.compile(r'start sub_id=(\S+) batch=(\S+) pid=(\d+) retries=(\d+)')
 END_RE = re.compile(r'\] sub_id=(\S+) batch=\S+ type=\S+ verdict=(\S+)')

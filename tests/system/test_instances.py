@@ -7,6 +7,7 @@ uids, cgroups and work dirs (as user code itself sees them), and `/status` and F
 
 from __future__ import annotations
 
+import os
 import re
 import shutil
 import sys
@@ -23,7 +24,10 @@ from tests.support.helpers import post, request
 from tests.support.services import ROOT, Service, start_gateway, start_redis
 from tests.support.stack import stack_env
 
-pytestmark = pytest.mark.integration
+pytestmark = [
+    pytest.mark.integration,
+    pytest.mark.skipif(not os.environ.get('JUDGE_TEST_SCALE'), reason='optional: make test-scale'),
+]
 
 WORKER_SH = ROOT / 'deploy' / 'worker.sh'
 PROCESSES = 2

@@ -6,6 +6,7 @@ work root and compile cache, as two machines would; they share only the Redis an
 
 from __future__ import annotations
 
+import os
 import shutil
 import signal
 import sys
@@ -23,7 +24,10 @@ from tests.support.helpers import post, request
 from tests.support.services import Service, start_gateway, start_redis
 from tests.support.stack import stack_env
 
-pytestmark = pytest.mark.integration
+pytestmark = [
+    pytest.mark.integration,
+    pytest.mark.skipif(not os.environ.get('JUDGE_TEST_SCALE'), reason='optional: make test-scale'),
+]
 
 SLEEP_S = 0.3
 LONG_BATCH = 40

@@ -25,7 +25,10 @@ from tests.support.helpers import request
 from tests.support.services import Service, start_gateway, start_redis
 from tests.support.stack import stack_env
 
-pytestmark = pytest.mark.integration
+pytestmark = [
+    pytest.mark.integration,
+    pytest.mark.skipif(not os.environ.get('JUDGE_TEST_SCALE'), reason='optional: make test-scale'),
+]
 
 
 @dataclass
