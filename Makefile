@@ -152,7 +152,7 @@ test-min:
 	$(MIN_VENV)/bin/pip install -q -c $(MIN_VENV)/lower-bounds.txt -e . \
 		$$(grep -iE '^(pytest|pytest-timeout|pluggy|iniconfig)==' $(CONSTRAINTS))
 	$(MIN_VENV)/bin/pip freeze --exclude-editable > $(MIN_VENV)/installed.txt
-	$(MIN_VENV)/bin/python -m pytest -p no:cacheprovider -q $(MIN_TESTS)
+	JUDGE_TEST_FAULTS=1 $(MIN_VENV)/bin/python -m pytest -p no:cacheprovider -q $(MIN_TESTS)
 
 # Re-resolve the newest versions pyproject.toml allows into constraints.txt (then: make install test).
 LOCK_VENV ?= .venv-lock

@@ -15,6 +15,7 @@ lane (batch priority, the long deadline).
 from __future__ import annotations
 
 import enum
+import inspect
 from collections.abc import Awaitable, Callable, Iterable
 from dataclasses import dataclass
 from typing import Any
@@ -171,13 +172,18 @@ def submit_paths(table: Iterable[SubmitRoute]) -> frozenset[str]:
     return frozenset(route.path for route in table if not route.door)
 
 
+_HAS_STRICT_CONTENT_TYPE = 'strict_content_type' in inspect.signature(APIRouter.add_api_route).parameters
+
+
 def add_route(router: APIRouter, route: SubmitRoute, endpoint: Endpoint) -> None:
     """Register ``endpoint`` as ``route``: POST on its path, its response model, name and summary.
 
     A door's route also reads a JSON body sent without a ``Content-Type`` (pistonpy sends none; older
-    FastAPI, which SandboxFusion runs on, read such bodies too)."""
+    FastAPI, which SandboxFusion runs on, read such bodies too): FastAPI 0.132 made that check
+    (``strict_content_type``); before it every route read them."""
     response_model: Any = route.shape.value
-    extra: dict[str, Any] = {'strict_content_type': False} if route.door else {}
+    lenient = route.door and _HAS_STRICT_CONTENT_TYPE
+    extra: dict[str, Any] = {'strict_content_type': False} if lenient else {}
     router.add_api_route(
         route.path,
         endpoint,
