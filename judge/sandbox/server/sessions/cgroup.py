@@ -80,6 +80,13 @@ class Group:
         write_control(os.path.join(self.dirs['pids'], 'pids.max'), str(pids))
         self.memory_mb = memory_mb
 
+    def set_cpus(self, cpus: float) -> None:
+        """The CPU quota alone (``cpus`` <= 0: none)."""
+        if self.version == 2:
+            write_control(os.path.join(self.dirs['cpu'], 'cpu.max'), f'{_quota(cpus)} {PERIOD_US}')
+        elif 'cpu' in self.dirs:
+            write_control(os.path.join(self.dirs['cpu'], 'cpu.cfs_quota_us'), _quota(cpus, v1=True))
+
     def join(self, pid: int) -> None:
         """Move ``pid`` into every hierarchy of the session."""
         for path in self._procs:

@@ -16,6 +16,7 @@ from __future__ import annotations
 
 import os
 import re
+import signal
 import socket
 import stat
 import time
@@ -103,19 +104,28 @@ def fork_live(parent: Live, sids: list[str], spaces: Spaces, groups: Groups, sco
                 'ids': {_ident(theirs.fileno()), _ident(out_w), _ident(err_w)},
                 'container': container,
                 'workdir': workdir,
-                'group': groups.take(parent.group.memory_mb),
             }
         )
         send_fds += [theirs.detach(), out_w, err_w]
     relayer = spaces.layer(parent.container)
-    parent.freeze(False)
+    parent.group.set_cpus(0)  # the forks are made in the parent's cgroups: on every CPU, not within its quota
     try:
-        parent.send({'op': 'fork', 'n': len(sids), **the_plan}, [*send_fds, relayer])
+        parent.freeze(False)
+        try:
+            parent.send({'op': 'fork', 'n': len(sids), **the_plan}, [*send_fds, relayer])
+        finally:
+            for fd in [*send_fds, relayer]:
+                os.close(fd)
+        try:
+            for entry in made:  # while the session forks: what each child is given once it exists
+                entry['group'] = groups.take(parent.group.memory_mb)
+                entry['layer'] = spaces.layer(entry['container'])
+        except OSError:  # the children left without them are killed as they report (`_adopt`)
+            logger.exception('session %s: could not prepare its forks', parent.sid)
+        children = _adopt(parent, made, spaces)
+        parent.freeze()
     finally:
-        for fd in [*send_fds, relayer]:
-            os.close(fd)
-    children = _adopt(parent, made, spaces)
-    parent.freeze()
+        parent.group.set_cpus(groups.defaults[2])
     parent.layers += 1
     parent.forks += [c.pid for c in children if c is not None]
     leaked = {i for m in made for i in m['ids']}
@@ -126,6 +136,13 @@ def fork_live(parent: Live, sids: list[str], spaces: Spaces, groups: Groups, sco
                 discard(child, spaces)
         return [None] * len(sids)
     return children
+
+
+def _kill(pid: int) -> None:
+    try:
+        os.kill(pid, signal.SIGKILL)
+    except ProcessLookupError:
+        pass
 
 
 def _ident(fd: int) -> tuple[int, int]:
@@ -152,7 +169,10 @@ def _adopt(parent: Live, made: list[dict[str, Any]], spaces: Spaces) -> list[Liv
             break
     children: list[Live | None] = [None] * len(made)
     for i, pid in sorted(pids.items()):
-        children[i] = _start_child(parent, made[i], pid, spaces)
+        if 'layer' in made[i]:
+            children[i] = _start_child(parent, made[i], pid, spaces)
+        else:  # not prepared: still in the parent's cgroups, given nothing
+            _kill(pid)
     pending = {c.sock.fileno(): i for i, c in enumerate(children) if c is not None}
     answered: list[int] = []
     while pending and time.monotonic() < deadline:
@@ -173,7 +193,7 @@ def _adopt(parent: Live, made: list[dict[str, Any]], spaces: Spaces) -> list[Liv
             logger.error('fork %s of session %s failed its check', child.sid, parent.sid)
             discard(child, spaces)
             children[i] = None
-    _clean_up(parent, made, children, set(pids), set(pending), spaces)
+    _clean_up(parent, made, children, set(pending), spaces)
     return children
 
 
@@ -181,18 +201,21 @@ def _clean_up(
     parent: Live,
     made: list[dict[str, Any]],
     children: list[Live | None],
-    forked: set[int],
     silent: set[int],
     spaces: Spaces,
 ) -> None:
-    """Release what children never forked were given; discard the children that never answered."""
+    """Release what the children never started were given (one forked but not prepared was killed in
+    `_adopt`); discard the children that never answered."""
     for i, entry in enumerate(made):
         child = children[i]
-        if child is None and i not in forked:
+        if child is None and not entry.get('started'):
+            if 'layer' in entry:
+                os.close(entry.pop('layer'))
             entry['host'].close()
             for fd in entry['fds']:
                 os.close(fd)
-            entry['group'].remove()
+            if 'group' in entry:
+                entry['group'].remove()
             spaces.drop_member(parent.family, entry['container'])
         elif child is not None and child.sock.fileno() in silent:
             discard(child, spaces)
@@ -212,7 +235,8 @@ def _start_child(parent: Live, entry: dict[str, Any], pid: int, spaces: Spaces) 
         entry['workdir'],
     )
     child.layers, child.kind, child.count, child.ttl_s = parent.layers + 1, parent.kind, parent.count, parent.ttl_s
-    layer = spaces.layer(entry['container'])
+    layer = entry.pop('layer')
+    entry['started'] = True
     try:
         child.send({'workdir': entry['workdir']}, [layer])
     finally:
