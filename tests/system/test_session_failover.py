@@ -8,22 +8,16 @@ SIGKILLed (its whole process group: the Celery main process and its pool) while 
 from __future__ import annotations
 
 import os
-import shutil
 import signal
-import sys
 import threading
 import time
 from collections.abc import Iterator
-from dataclasses import dataclass
-from pathlib import Path
 from typing import Any
 
 import pytest
 
-from judge.stack import worker_command
+from tests.support.cluster import Cluster, two_nodes
 from tests.support.helpers import request
-from tests.support.services import Service, start_gateway, start_redis
-from tests.support.stack import stack_env
 
 pytestmark = [
     pytest.mark.integration,
@@ -31,35 +25,12 @@ pytestmark = [
 ]
 
 
-@dataclass
-class Cluster:
-    url: str
-    nodes: dict[str, Service]
-
-
 @pytest.fixture(scope='module')
 def cluster(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Cluster]:
-    log_dir = tmp_path_factory.mktemp('session-failover')
-    redis, port = start_redis(log_dir)
-    redis_url = f'redis://127.0.0.1:{port}/0'
-    roots = [Path('/tmp') / f'judge-sf-{port}-{name}' for name in ('n1', 'n2', 'gw')]
-    services: list[Service] = [redis]
-    try:
-        nodes: dict[str, Service] = {}
-        for name, root in zip(('n1', 'n2'), roots, strict=False):
-            env = stack_env(redis_url, root) | {'JUDGE_SESSION_HEARTBEAT_S': '1'}
-            nodes[name] = Service(f'worker-{name}', worker_command(sys.executable, 2, f'{name}@%h'), env, log_dir)
-            services.append(nodes[name])
-        for svc in nodes.values():
-            svc.wait_log('ready.', 60)
-        gateway, url = start_gateway(stack_env(redis_url, roots[2]), log_dir)
-        services.append(gateway)
-        yield Cluster(url, nodes)
-    finally:
-        for svc in reversed(services):
-            svc.stop()
-        for root in roots:
-            shutil.rmtree(root, ignore_errors=True)
+    with two_nodes(
+        tmp_path_factory.mktemp('session-failover'), 'judge-sf', {'JUDGE_SESSION_HEARTBEAT_S': '1'}
+    ) as running:
+        yield running
 
 
 def cell(url: str, sid: str, code: str) -> dict[str, Any]:
