@@ -66,7 +66,6 @@ class Group:
             write_control(os.path.join(mem, 'memory.max'), limit)
             if os.path.exists(os.path.join(mem, 'memory.swap.max')):
                 write_control(os.path.join(mem, 'memory.swap.max'), '0')
-            write_control(os.path.join(self.dirs['cpu'], 'cpu.max'), f'{_quota(cpus)} {PERIOD_US}')
         else:
             memsw = os.path.join(mem, 'memory.memsw.limit_in_bytes')
             order = ['memory.limit_in_bytes', 'memory.memsw.limit_in_bytes']
@@ -75,8 +74,7 @@ class Group:
             for name in order:
                 if os.path.exists(os.path.join(mem, name)):
                     write_control(os.path.join(mem, name), limit)
-            if 'cpu' in self.dirs:
-                write_control(os.path.join(self.dirs['cpu'], 'cpu.cfs_quota_us'), _quota(cpus, v1=True))
+        self.set_cpus(cpus)
         write_control(os.path.join(self.dirs['pids'], 'pids.max'), str(pids))
         self.memory_mb = memory_mb
 
