@@ -183,15 +183,19 @@ def run_scenario(tmp_path: Path, transport: str, fault: str, gateways: int = 1, 
         assert seen['broker'] == 'ok', seen
         samples = scrape(base)
         republished = value(samples, 'judge_republished_submissions_total', shard='s0')
-        assert republished >= 1, 'the unanswered submissions were published again'
+        # Redis lost the data (restart, failover): the unanswered must have been published again. A paused
+        # Redis kept it: the results that arrive after the pause may all be taken without republishing.
+        lost_data = fault != 'partition'
+        assert republished >= 1 or not lost_data, 'the unanswered submissions were published again'
         assert value(samples, 'judge_broker_reconnects_total', shard='s0') >= 1
         if reconnected:
             node = next(n['name'] for n in seen['nodes'])
             assert value(samples, 'judge_worker_broker_reconnects_total', shard='s0', node=node) >= 1
             assert seen['nodes'][0]['broker_reconnects']['count'] >= 1, seen['nodes']
         if gateways == 1:  # with several processes, the one answering may not be the one that saw it
-            assert seen['broker_outage']['outages'] >= 1 and seen['broker_outage']['republished'] >= 1, seen
-        if flower_url:
+            assert seen['broker_outage']['outages'] >= 1, seen
+            assert seen['broker_outage']['republished'] >= 1 or not lost_data, seen
+        if flower_url and lost_data:
             _assert_flower_saw_the_republish(flower_url)
         twice = sum(1 for n in _started(worker, 'batch-').values() if n > 1)
         measured = Measured(
