@@ -36,8 +36,10 @@ class Jail:
         self.allow_unsafe = bool(config.get('allow_unsafe', False))
         self.work_root = os.path.realpath(str(config.get('work_root', '/tmp/judge-work')))
         self.work_base = os.path.join(self.work_root, f'slot{self.slot}')
-        self.shm_dir = os.path.join(self.work_base, 'shm')
-        """Where the namespaces tier's ``/dev/shm`` leads: each execution's own is mounted there."""
+        self.space_dir = os.path.join(self.work_base, 'space')
+        """Where the namespaces tier mounts each execution's own tmpfs (`judge.sandbox.server.spaces`)."""
+        self.shm_dir = os.path.join(self.space_dir, 'shm')
+        """Where the namespaces tier's ``/dev/shm`` leads: a directory of the execution's tmpfs."""
         self.last_pid_fd = -1
         """Sets the slot's pid namespace's last pid (namespaces tier; -1: none)."""
         self.extra_env = {str(k): str(v) for k, v in (config.get('env') or {}).items()}

@@ -49,7 +49,7 @@ def enter_filesystem(
 
     ``keep_writable`` mount points stay writable (cgroup hierarchies, the compile cache: written by
     the root server only); ``visible`` paths stay reachable inside hidden or scratch directories;
-    ``/dev/shm`` leads to ``shm``, where each execution's own is mounted.
+    ``/dev/shm`` leads to ``shm``, a directory of each execution's own tmpfs.
     """
     namespaces.make_mounts_private()
     os.makedirs(work_base, exist_ok=True)

@@ -4,13 +4,12 @@ In the ``namespaces`` tier a slot's namespaces live as long as its server, so ev
 object they hold could carry bits from one execution to the next.  Each one is made fresh or
 unguessable here:
 
-* **the work dir and ``/dev/shm``**: each execution gets its own tmpfs, mounted on a directory of
-  random name (``<work base>/x<random>``, root's, mode 0711) holding the work dir ``w`` (the slot
-  uid's), the done FIFO ``w.done`` and ``shm``, bound for the execution's time on the directory the
-  slot's ``/dev/shm`` links to (`judge.sandbox.server.mounts.private_dev`); its inode numbers and
-  contents start from nothing every time, and the clean-up is two unmounts (cheaper than removing the
-  entries one by one).  The mount points' own inodes are hidden by the mounts, and programs cannot
-  list the work base;
+* **the work dir and ``/dev/shm``**: each execution gets its own tmpfs, mounted on the slot's fixed
+  space directory (`Jail.space_dir`, root's, mode 0711), holding ``x<random>/w`` (the work dir, the
+  slot uid's), its done FIFO ``w.done``, and ``shm``, where the slot's ``/dev/shm`` links
+  (`judge.sandbox.server.mounts.private_dev`); its inode numbers and contents start from nothing
+  every time, and the clean-up is one unmount (cheaper than removing the entries one by one).
+  Programs cannot list the space's root nor the work base, so the random name is not found;
 * **the pid counter**: before each spare is forked, the pid namespace's last pid is set to a random
   value (``/proc/sys/kernel/ns_last_pid``, through a descriptor opened before ``/proc`` turned
   read-only), so a program's pid says nothing of how many processes earlier executions made;
@@ -26,7 +25,7 @@ import os
 
 from judge.sandbox.kernel import namespaces
 from judge.sandbox.lazylog import get_logger
-from judge.sandbox.server.cleanup import remove_entry, remove_tree
+from judge.sandbox.server.cleanup import remove_tree
 from judge.sandbox.server.jail import WORK_TMPFS_INODES, WORK_TMPFS_MB, Jail
 from judge.sandbox.server.workdir import done_path, give_to
 
@@ -48,13 +47,11 @@ class Spaces:
         self.ids = jail
         self.work_base = jail.work_base
         self.own = jail.tier == 'namespaces'
-        self.shm_dir = jail.shm_dir
+        self.space_dir = jail.space_dir
         self._last_pid_fd = jail.last_pid_fd
         self._pid_span = 0
-        self._shm_of: str | None = None
-        """The execution space whose ``shm`` is bound on `shm_dir` now."""
         if self.own:
-            os.makedirs(self.shm_dir, 0o755, exist_ok=True)
+            os.makedirs(self.space_dir, 0o711, exist_ok=True)
         if self._last_pid_fd >= 0:
             try:
                 with open('/proc/sys/kernel/pid_max') as f:
@@ -63,25 +60,23 @@ class Spaces:
                 self._pid_span = 0
 
     def new_workdir(self) -> str:
-        """A fresh, empty work dir of random name, the slot uid's (with own namespaces: on its own tmpfs,
-        whose ``shm`` becomes ``/dev/shm``; one at a time: drop the last one first)."""
+        """A fresh, empty work dir of random name, the slot uid's (with own namespaces: on a tmpfs of its
+        own, whose ``shm`` is ``/dev/shm``; one at a time: drop the last one first)."""
         name = os.urandom(8).hex()
         if not self.own:
             path = os.path.join(self.work_base, f'w{name}')
             os.mkdir(path, 0o700)
             give_to(self.ids, path)
             return path
-        top = os.path.join(self.work_base, f'x{name}')
+        namespaces.mount_tmpfs(self.space_dir, WORK_TMPFS_MB, mode=0o711, inodes=WORK_TMPFS_INODES)
+        top = os.path.join(self.space_dir, f'x{name}')
         os.mkdir(top, 0o711)
-        namespaces.mount_tmpfs(top, WORK_TMPFS_MB, mode=0o711, inodes=WORK_TMPFS_INODES)
         path = os.path.join(top, 'w')
         os.mkdir(path, 0o700)
         give_to(self.ids, path)
-        shm = os.path.join(top, 'shm')
+        shm = os.path.join(self.space_dir, 'shm')
         os.mkdir(shm)
         os.chmod(shm, 0o1777)  # past the umask
-        namespaces.mount(shm, self.shm_dir, None, namespaces.MS_BIND)
-        self._shm_of = top
         return path
 
     def drop_workdir(self, path: str) -> None:
@@ -93,15 +88,10 @@ class Spaces:
             except FileNotFoundError:  # not warm Python
                 pass
             return
-        top = os.path.dirname(path)
-        if self._shm_of == top:
-            namespaces.umount2(self.shm_dir, namespaces.MNT_DETACH)
-            self._shm_of = None
         try:
-            namespaces.umount2(top, namespaces.MNT_DETACH)
+            namespaces.umount2(self.space_dir, namespaces.MNT_DETACH)
         except OSError:  # not mounted (a failed mount): remove what is there
-            remove_tree(top, keep_root=True)
-        remove_entry(top)
+            remove_tree(self.space_dir, keep_root=True)
 
     def randomize_pids(self) -> None:
         """The next process of the slot's pid namespace gets a random pid (own namespaces only)."""
