@@ -10,7 +10,7 @@ from contextlib import asynccontextmanager
 from fastapi import FastAPI
 from fastapi.exceptions import RequestValidationError
 
-from api import access, judge_tests, metrics, routes, sessions
+from api import access, judge_tests, metrics, metrics_scrape, routes, sessions
 from api.backpressure import BodyLimit, InFlight
 from api.deps import Gateway
 from api.doors import judge0, piston, sandboxfusion
@@ -75,5 +75,5 @@ app.include_router(judge_tests.build_router(table))
 app.include_router(sandboxfusion.build_router(table))
 app.include_router(piston.build_router(table))
 app.include_router(judge0.build_router(table))
-app.include_router(metrics.router)
+app.include_router(metrics_scrape.router)
 app.include_router(sessions.build_router())

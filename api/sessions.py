@@ -1,7 +1,7 @@
 """The session routes: ``/sessions`` (create), ``/sessions/{id}`` (inspect, close),
 ``/sessions/{id}/cells`` (run a cell), ``/sessions/{id}/fork`` (docs/sessions.md).
 
-Thin: validation and HTTP statuses here, everything else in `judge.transport.sessiongateway`.  A cell
+Thin: validation and HTTP statuses here, everything else in `judge.transport.sessions.gateway`.  A cell
 counts as one submission in flight for the back-pressure cap (429 past it).
 """
 
@@ -24,7 +24,7 @@ from judge.contracts.sessions import (
     SessionInfo,
 )
 from judge.sessionsettings import get_session_settings
-from judge.transport.sessiongateway import SessionError, SessionGateway
+from judge.transport.sessions.gateway import SessionError, SessionGateway
 
 logger = logging.getLogger('api.sessions')
 SessionId = Annotated[str, Path(pattern=SESSION_ID)]

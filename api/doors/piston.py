@@ -24,8 +24,8 @@ from fastapi import APIRouter, Request, Response
 
 from api.deps import GatewayDep
 from api.doors import piston_codeforces, piston_ioi
-from api.doors.common import Refused, json_answer, run, toolchains, verdict_of
-from api.doors.piston_common import BadRequest, bad_request, compile_stage, job_files, limits, run_stage, unanswered
+from api.doors.common import json_answer, toolchains, verdict_of
+from api.doors.piston_common import BadRequest, bad_request, compile_stage, job_files, limits, run_one, run_stage
 from api.doors.piston_models import ExecuteRequest, PackageRequest
 from api.doors.piston_runtimes import CMS_IOI, PACKAGES, PLAIN, Runtime, Runtimes
 from api.doors.semver import show
@@ -87,12 +87,10 @@ def _execute(route: SubmitRoute) -> Endpoint:
             payload = plain_payload(body, runtime)
         except BadRequest as exc:
             return bad_request(str(exc))
-        outcome = await run(gateway, request, route, [payload])
-        refused = unanswered(outcome)
-        if refused is not None:
-            return refused
-        assert not isinstance(outcome, Refused)
-        return json_answer(answer(runtime, version, outcome[0]))
+        result = await run_one(gateway, request, route, payload)
+        if isinstance(result, Response):
+            return result
+        return json_answer(answer(runtime, version, result))
 
     return endpoint
 

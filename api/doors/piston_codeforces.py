@@ -28,8 +28,16 @@ from typing import Any
 from fastapi import Request, Response
 
 from api.deps import Gateway
-from api.doors.common import Refused, fetched, json_answer, run, verdict_of
-from api.doors.piston_common import BadRequest, compile_stage, job_files, run_stage, unanswered
+from api.doors.common import fetched, json_answer, verdict_of
+from api.doors.piston_common import (
+    BadRequest,
+    checker_code,
+    compile_stage,
+    job_files,
+    package_run,
+    package_verdict,
+    run_one,
+)
 from api.doors.piston_models import ExecuteRequest
 from api.doors.piston_runtimes import Runtime
 from api.table import SubmitRoute
@@ -154,37 +162,29 @@ class Job:
 
     async def judge(self, gateway: Gateway, request: Request, route: SubmitRoute, version: str) -> Response:
         """Run, check, answer as the package does."""
-        outcome = await run(gateway, request, route, [self.solution()])
-        refused = unanswered(outcome)
-        if refused is not None:
-            return refused
-        assert not isinstance(outcome, Refused)
-        (result,) = outcome
+        result = await run_one(gateway, request, route, self.solution())
+        if isinstance(result, Response):
+            return result
         verdict = verdict_of(result)
         answer: dict[str, Any] = {'language': self.runtime.language, 'version': version}
         answer['compile'] = compile_stage(result)
         if verdict is Verdict.COMPILE_ERROR:
             return json_answer(answer | {'run': answer['compile']})
-        stage = run_stage(result) | {'signal': None}
         failed = self._failure(result, verdict)
         if failed is not None:
-            return json_answer(answer | {'run': _report(stage, *failed)})
+            return json_answer(answer | {'run': package_run(result, *failed)})
         if self.expected is None:
-            return json_answer(answer | {'run': _report(stage, self.output(result), '', 0)})
+            return json_answer(answer | {'run': package_run(result, self.output(result), '', 0)})
         if self.checker is None:
             passed = verdict is Verdict.ACCEPTED
             if self.file_mode:
                 passed = get_checker('yesno')(self.output(result), self.expected)
-            return json_answer(answer | {'run': _verdict(stage, passed, 'diff', 0)})
-        checked = await run(gateway, request, route, [self.check(self.output(result))])
-        refused = unanswered(checked)
-        if refused is not None:
-            return refused
-        assert not isinstance(checked, Refused)
-        (check,) = checked
-        said = ''.join((check.get('stdout') or '').split())
-        code = 124 if verdict_of(check) is Verdict.TIME_LIMIT else int(check.get('exit_code') or 0)
-        return json_answer(answer | {'run': _verdict(stage, said in ('1', '100'), 'checker', code)})
+            return json_answer(answer | {'run': package_verdict(result, passed, 'diff', 0)})
+        check = await run_one(gateway, request, route, self.check(self.output(result)))
+        if isinstance(check, Response):
+            return check
+        passed = ''.join((check.get('stdout') or '').split()) in ('1', '100')
+        return json_answer(answer | {'run': package_verdict(result, passed, 'checker', checker_code(check))})
 
     def _failure(self, result: ResultDict, verdict: Verdict) -> tuple[str, str, int] | None:
         if verdict is Verdict.TIME_LIMIT:
@@ -200,20 +200,3 @@ class Job:
 
 def _show(value: float | None) -> str:
     return '' if value is None else f'{value:g}'
-
-
-def _report(stage: dict[str, Any], stdout: str, stderr: str, code: int) -> dict[str, Any]:
-    failed = code != 0
-    return stage | {
-        'stdout': stdout,
-        'stderr': stderr,
-        'output': stdout + stderr,
-        'code': code,
-        'status': 'RE' if failed else None,
-        'message': f'Exited with error status {code}' if failed else None,
-    }
-
-
-def _verdict(stage: dict[str, Any], passed: bool, how: str, code: int) -> dict[str, Any]:
-    said = 'Output is correct' if passed else "Output isn't correct"
-    return _report(stage, '1\n' if passed else '0\n', f'{said} ({how})\n', code)

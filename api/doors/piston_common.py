@@ -1,6 +1,7 @@
-"""What the Piston door's plain jobs and its Codeforces package share: Piston's refusal, its stages
-(``compile``, ``run``) built from the judge's results, a job's files and limits, and its answers to
-refusals and infrastructure failures (`api.doors.piston`)."""
+"""What the Piston door's plain jobs (`api.doors.piston`) and open-r1's packages (`api.doors.piston_codeforces`,
+`api.doors.piston_ioi`) share: Piston's refusal, its stages (``compile``, ``run``) built from the judge's
+results, the packages' ``run`` stage, a job's files and limits, and its answers to refusals and
+infrastructure failures."""
 
 from __future__ import annotations
 
@@ -9,10 +10,12 @@ import signal
 from collections.abc import Sequence
 from typing import Any
 
-from fastapi import Response
+from fastapi import Request, Response
 
-from api.doors.common import Refused, infra, json_answer, usage, verdict_of
+from api.deps import Gateway
+from api.doors.common import Refused, infra, json_answer, run, usage, verdict_of
 from api.doors.piston_models import ExecuteRequest
+from api.table import SubmitRoute
 from judge import workfiles
 from judge.contracts import ResultDict, RunPayload, Verdict
 
@@ -90,6 +93,32 @@ def compile_stage(result: ResultDict, stdout: str = '') -> dict[str, Any]:
     }
 
 
+def package_run(result: ResultDict, stdout: str, stderr: str, code: int) -> dict[str, Any]:
+    """The ``run`` stage of open-r1's packages: what they print and their exit code (``RE`` unless 0, no
+    signal), with the usage and times of the program's ``result``."""
+    failed = code != 0
+    return run_stage(result) | {
+        'stdout': stdout,
+        'stderr': stderr,
+        'output': stdout + stderr,
+        'code': code,
+        'signal': None,
+        'message': f'Exited with error status {code}' if failed else None,
+        'status': 'RE' if failed else None,
+    }
+
+
+def package_verdict(result: ResultDict, passed: bool, how: str, code: int) -> dict[str, Any]:
+    """The packages' ``run`` stage of a checked output: ``1`` or ``0``, and the feedback (``how``: diff, checker)."""
+    said = 'Output is correct' if passed else "Output isn't correct"
+    return package_run(result, '1\n' if passed else '0\n', f'{said} ({how})\n', code)
+
+
+def checker_code(check: ResultDict) -> int:
+    """A checker's exit code as the packages report it: 124 for a time limit."""
+    return 124 if verdict_of(check) is Verdict.TIME_LIMIT else int(check.get('exit_code') or 0)
+
+
 def limits(payload: RunPayload, body: ExecuteRequest) -> RunPayload:
     """``run_timeout`` (ms) and ``run_memory_limit`` (bytes) as the payload's own (lower) limits."""
     if body.run_timeout:
@@ -117,6 +146,16 @@ def job_files(body: ExecuteRequest) -> tuple[str, dict[str, bytes]]:
     if program is None:
         raise BadRequest('files must include at least one utf8 encoded file')
     return program, files
+
+
+async def run_one(gateway: Gateway, request: Request, route: SubmitRoute, payload: RunPayload) -> ResultDict | Response:
+    """One submission's result, or Piston's answer when it was refused or the infrastructure failed it."""
+    outcome = await run(gateway, request, route, [payload])
+    refused = unanswered(outcome)
+    if refused is not None:
+        return refused
+    assert not isinstance(outcome, Refused)
+    return outcome[0]
 
 
 def unanswered(outcome: list[ResultDict] | Refused) -> Response | None:

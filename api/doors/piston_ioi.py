@@ -31,8 +31,16 @@ from typing import Any
 from fastapi import Request, Response
 
 from api.deps import Gateway
-from api.doors.common import Refused, json_answer, run, verdict_of
-from api.doors.piston_common import BadRequest, compile_stage, job_files, run_stage, unanswered
+from api.doors.common import json_answer, verdict_of
+from api.doors.piston_common import (
+    BadRequest,
+    checker_code,
+    compile_stage,
+    job_files,
+    package_run,
+    package_verdict,
+    run_one,
+)
 from api.doors.piston_models import ExecuteRequest
 from api.doors.piston_runtimes import Runtime
 from api.table import SubmitRoute
@@ -136,39 +144,29 @@ class Job:
 
     async def judge(self, gateway: Gateway, request: Request, route: SubmitRoute, version: str) -> Response:
         """Compile, run, check, answer as the package does."""
-        outcome = await run(gateway, request, route, [self.solution()])
-        refused = unanswered(outcome)
-        if refused is not None:
-            return refused
-        assert not isinstance(outcome, Refused)
-        (result,) = outcome
+        result = await run_one(gateway, request, route, self.solution())
+        if isinstance(result, Response):
+            return result
         verdict = verdict_of(result)
         answer: dict[str, Any] = {'language': self.runtime.language, 'version': version}
         answer['compile'] = compile_stage(result)
         if verdict is Verdict.COMPILE_ERROR:
             return json_answer(answer | {'run': answer['compile']})
-        stage = run_stage(result) | {'signal': None, 'status': None, 'message': None}
         zero = self._failure(result, verdict)
         if zero is not None:
-            return json_answer(answer | {'run': _report(stage, '0\n', zero, 0)})
+            return json_answer(answer | {'run': package_run(result, '0\n', zero, 0)})
         output = result.get('stdout') or ''
         if self.expected is None:
-            return json_answer(answer | {'run': _report(stage, output, '', 0)})
+            return json_answer(answer | {'run': package_run(result, output, '', 0)})
         if self.checker is None:
-            right = verdict is Verdict.ACCEPTED
-            said = 'Output is correct (diff)\n' if right else "Output isn't correct (diff)\n"
-            return json_answer(answer | {'run': _report(stage, '1\n' if right else '0\n', said, 0)})
-        checked = await run(gateway, request, route, [self.check(output)])
-        refused = unanswered(checked)
-        if refused is not None:
-            return refused
-        assert not isinstance(checked, Refused)
-        (check,) = checked
+            return json_answer(answer | {'run': package_verdict(result, verdict is Verdict.ACCEPTED, 'diff', 0)})
+        check = await run_one(gateway, request, route, self.check(output))
+        if isinstance(check, Response):
+            return check
         if verdict_of(check) is Verdict.COMPILE_ERROR:
             failed = compile_stage(check)
             return json_answer(answer | {'compile': failed, 'run': failed})
-        code = 124 if verdict_of(check) is Verdict.TIME_LIMIT else int(check.get('exit_code') or 0)
-        report = _report(stage, check.get('stdout') or '', check.get('stderr') or '', code)
+        report = package_run(result, check.get('stdout') or '', check.get('stderr') or '', checker_code(check))
         return json_answer(answer | {'run': report})
 
     def _failure(self, result: ResultDict, verdict: Verdict) -> str | None:
@@ -189,15 +187,3 @@ def _number(config: dict[str, Any], key: str) -> float | None:
     if not isinstance(value, int | float) or isinstance(value, bool) or value < 0:
         raise BadRequest(f'graders/grader_config.json: {key} must be a non-negative number')
     return float(value)
-
-
-def _report(stage: dict[str, Any], stdout: str, stderr: str, code: int) -> dict[str, Any]:
-    failed = code != 0
-    return stage | {
-        'stdout': stdout,
-        'stderr': stderr,
-        'output': stdout + stderr,
-        'code': code,
-        'status': 'RE' if failed else None,
-        'message': f'Exited with error status {code}' if failed else None,
-    }

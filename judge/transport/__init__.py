@@ -12,6 +12,8 @@ Layers, from names to wires:
   all gateway processes hold in flight;
 * `replies`: the worker's side of a request (deliver the result, holding it through an outage; skip
   a cancelled job); `reconnects`: the worker's broker reconnections, counted and reported;
+* `records`: what a compatible door keeps to be fetched later by token;
+* `judge.transport.sessions`: live sessions (their state in Redis, the gateway's calls to their nodes);
 * `config`: what the path changes in Celery's settings (``celeryconfig.py`` reads it);
 * `judge.transport.internals`: every module that relies on a library's internals (the fast path's
   `envelope`, `packed`, `kombu_redis`, `consumer`, `request`); its ``__init__`` lists each internal

@@ -1,6 +1,6 @@
 """Live sessions in the worker: the Celery task of a session operation, the node's own queue, its heartbeat.
 
-* The worker consumes ``judge.session.<node name>`` (`judge.transport.sessions.session_queue`) first,
+* The worker consumes ``judge.session.<node name>`` (`judge.transport.sessions.store.session_queue`) first,
   before the submission queues: every call of a session that lives on this node comes through it
   (`celeryd_after_setup`, in the main process, with Celery's public queue API).
 * The main process says the node is alive every `SessionSettings.heartbeat_s` (a thread), so that
@@ -25,7 +25,7 @@ from judge.sandbox.sessionclient import HostConfig, SessionClient
 from judge.sessionsettings import get_session_settings
 from judge.settings import get_settings
 from judge.transport.replies import Replies
-from judge.transport.sessions import SessionRecords, session_queue
+from judge.transport.sessions.store import SessionRecords, session_queue
 from judge.transport.shard import Shard
 from judge.worker.sessionservice import SessionService
 

@@ -1,7 +1,7 @@
 """A pool process's side of live sessions: one session job, its record, its answer.
 
 The job (`judge.contracts.sessions.SessionJob`) came through this node's own queue.  The session host
-(`judge.sandbox.sessionclient`) runs it; this module keeps Redis right (`judge.transport.sessions`):
+(`judge.sandbox.sessionclient`) runs it; this module keeps Redis right (`judge.transport.sessions.store`):
 every cell is recorded with its seed at the index the record expects, and a session the host does not
 hold (evicted, its host restarted, or it lived on a node that died) is rebuilt first by replaying its
 recorded cells, the answer saying ``restored``.  A job whose epoch is not the record's (the session
@@ -22,7 +22,7 @@ from judge.results import build_result, internal_error
 from judge.sandbox.sessionclient import SessionClient
 from judge.sandbox.zygote.cell import FLAG_EXIT, FLAG_NAMES, FLAG_RAISED
 from judge.transport.replies import Replies
-from judge.transport.sessions import SessionRecords
+from judge.transport.sessions.store import SessionRecords
 from judge.verdict import pick
 from judge.worker.replay import derive_seed, static_reasons
 

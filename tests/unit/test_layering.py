@@ -137,8 +137,9 @@ def imported_from(node: ast.Import | ast.ImportFrom) -> set[str]:
 
 
 def test_the_process_folders_exist_and_modules_stay_small() -> None:
-    folders = ['judge/worker', 'judge/transport/internals', 'toolkit/verl', 'toolkit/rlinf', 'toolkit/evaluate']
-    folders += ['judge/sandbox/server', 'judge/sandbox/zygote', 'judge/sandbox/kernel', 'toolkit/bench']
+    folders = ['judge/worker', 'judge/transport/internals', 'judge/transport/sessions']
+    folders += ['toolkit/verl', 'toolkit/rlinf', 'toolkit/evaluate', 'toolkit/bench']
+    folders += ['judge/sandbox/server', 'judge/sandbox/zygote', 'judge/sandbox/kernel']
     for folder in folders:
         assert (ROOT / folder / '__init__.py').is_file(), folder
     for path in SOURCES:

@@ -52,26 +52,18 @@ def watch_scientific(names: list[str]) -> None:
         _upgrade.install(frozenset(names), DONE_RECORD.pack(_upgrade.UPGRADE_STATUS, 0.0, 0))
 
 
-def _raw(fd: int, mode: str, name: str) -> io.FileIO:
-    raw = io.FileIO(fd, mode, closefd=False)
+def _stream(fd: int, name: str, errors: str, line_buffering: bool = False) -> io.TextIOWrapper:
+    raw = io.FileIO(fd, 'rb' if fd == 0 else 'wb', closefd=False)
     raw.name = name  # as the interpreter names its own: '<stdin>'...
-    return raw
+    buffer = io.BufferedReader(raw) if fd == 0 else io.BufferedWriter(raw)
+    return io.TextIOWrapper(buffer, encoding='utf-8', errors=errors, line_buffering=line_buffering)
 
 
 def _fresh_streams() -> None:
     # As python3 under the C.UTF-8 locale: undecodable bytes in and out are surrogate-escaped.
-    sys.stdin = io.TextIOWrapper(
-        io.BufferedReader(_raw(0, 'rb', '<stdin>')), encoding='utf-8', errors='surrogateescape'
-    )
-    sys.stdout = io.TextIOWrapper(
-        io.BufferedWriter(_raw(1, 'wb', '<stdout>')), encoding='utf-8', errors='surrogateescape'
-    )
-    sys.stderr = io.TextIOWrapper(
-        io.BufferedWriter(_raw(2, 'wb', '<stderr>')),
-        encoding='utf-8',
-        errors='backslashreplace',
-        line_buffering=True,
-    )
+    sys.stdin = _stream(0, '<stdin>', 'surrogateescape')
+    sys.stdout = _stream(1, '<stdout>', 'surrogateescape')
+    sys.stderr = _stream(2, '<stderr>', 'backslashreplace', line_buffering=True)
     for name in ('stdin', 'stdout', 'stderr'):
         setattr(sys, f'__{name}__', getattr(sys, name))
 

@@ -1,6 +1,6 @@
 """The gateway sends one session operation to the session's node through Celery, and waits for it.
 
-The job goes to the node's own queue (`judge.transport.sessions.session_queue`), which only that
+The job goes to the node's own queue (`judge.transport.sessions.store.session_queue`), which only that
 node's worker consumes: on the fast path as a prebuilt message (`judge.transport.internals.envelope`),
 on the stock path with ``send_task``.  Either way the worker pushes the answer onto the call's own
 reply list, which the gateway pops without blocking its loop.  While it waits it asks, about once a
@@ -21,10 +21,10 @@ from typing import Any
 from celery import Celery
 
 from judge.contracts.sessions import SESSION_TASK, SessionJob
-from judge.transport.sessions import PRIORITY, session_queue
+from judge.transport.sessions.store import PRIORITY, session_queue
 from judge.transport.shard import Shard
 
-logger = logging.getLogger('judge.transport.sessioncalls')
+logger = logging.getLogger('judge.transport.sessions.calls')
 
 CHECK_EVERY_S = 1.0
 

@@ -2,7 +2,7 @@
 
 Each call finds the session's record in Redis, takes its lock (one cell at a time: a second call waits
 for it, or is refused), places it (its node while that node is alive, else another live node, with a
-new epoch) and sends the job through Celery to the node's queue (`judge.transport.sessioncalls`).  A
+new epoch) and sends the job through Celery to the node's queue (`judge.transport.sessions.calls`).  A
 node that dies while a call waits costs the call nothing: the session is placed elsewhere and the same
 call sent again; the new node rebuilds the session by replay and runs it (its answer says
 ``restored``).  What the infrastructure could not do is an ``internal_error`` result, never a verdict.
@@ -22,8 +22,8 @@ from judge.contracts.sessions import CellRequest, ForkRequest, SessionCreate, Se
 from judge.results import internal_error
 from judge.sessionsettings import SessionSettings
 from judge.settings import Settings
-from judge.transport.sessioncalls import NodeLost, SessionCalls
-from judge.transport.sessions import SessionStore
+from judge.transport.sessions.calls import NodeLost, SessionCalls
+from judge.transport.sessions.store import SessionStore
 from judge.transport.shard import Shard
 
 ATTEMPTS = 3
