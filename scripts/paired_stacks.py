@@ -18,18 +18,9 @@ import sys
 from typing import Any
 
 from toolkit.bench.cli import parse_args
-from toolkit.bench.mathcalls import math_case, run_phase, warm_math
-from toolkit.bench.templates import rstar_shape
+from toolkit.bench.mathcalls import run_phase, warm_math
+from toolkit.bench.wrapped import KINDS, cases_of
 from toolkit.client import JudgeClient
-
-TRIVIAL = 'print(sum(range(10)))'
-KINDS = ('trivial', 'math', 'wrapped-trivial', 'wrapped-math')
-
-
-def cases(kind: str, n: int, offset: int) -> list[tuple[str, str]]:
-    """``n`` programs of ``kind`` and their expected stdout."""
-    plain = [(TRIVIAL, '45')] * n if kind.endswith('trivial') else [math_case(offset + i) for i in range(n)]
-    return [(rstar_shape(src), want) for src, want in plain] if kind.startswith('wrapped') else plain
 
 
 async def compare(sides: dict[str, tuple[str, int]], kinds: list[str], rounds: int, batch: int) -> dict[str, Any]:
@@ -44,11 +35,11 @@ async def compare(sides: dict[str, tuple[str, int]], kinds: list[str], rounds: i
         for side, client in clients.items():
             await warm_math(client, 2)
             for kind in kinds:
-                await run_phase(client, cases(kind, 20, 0), options[side])
+                await run_phase(client, cases_of(kind, 20), options[side])
         for r in range(rounds):
             for kind in kinds:
                 for side in sides if r % 2 == 0 else reversed(sides):
-                    phase = await run_phase(clients[side], cases(kind, batch, r * batch), options[side])
+                    phase = await run_phase(clients[side], cases_of(kind, batch), options[side])
                     if phase['wrong']:
                         raise SystemExit(f'{side}: {phase["wrong"]} wrong answers in {kind}')
                     cpu[(side, kind)].append(phase['cpu_ms'])
@@ -68,7 +59,7 @@ def main() -> None:
     parser.add_argument('pid_b', type=int)
     parser.add_argument('--rounds', type=int, default=40)
     parser.add_argument('--batch', type=int, default=100)
-    parser.add_argument('--kinds', default='trivial,math', help=f'comma-separated, of {", ".join(KINDS)}')
+    parser.add_argument('--kinds', default='trivial_plain,math_plain', help=f'comma-separated, of {", ".join(KINDS)}')
     args = parser.parse_args()
     kinds = [k for k in args.kinds.split(',') if k]
     if unknown := set(kinds) - set(KINDS):
