@@ -172,6 +172,7 @@ def call(nr, *args):
     ctypes.set_errno(0)
     ret = libc.syscall(ctypes.c_long(nr), *[ctypes.c_long(a) for a in args])
     return 'OK' if ret >= 0 else errno.errorcode.get(ctypes.get_errno(), str(ctypes.get_errno()))
+time.sleep(0.3)  # as the C watcher: probe once the neighbour is under way
 got = {'inotify_init1': call(P['nr']['inotify_init1'], 0),
        'fanotify_init': call(P['nr']['fanotify_init'], 0x200, 0)}  # FAN_CLASS_NOTIF | FAN_REPORT_FID
 if 'inotify_init' in P['nr']:
