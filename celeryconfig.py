@@ -17,7 +17,7 @@ _s = get_settings()
 _wiring = transport.wiring(_s)
 
 # One broker shard (JUDGE_BROKER_SHARDS, JUDGE_WORKER_SHARD; REDIS_URI when there is one): a worker
-# consumes from it and answers through it.  The gateway builds one app per shard (judge.transport.router).
+# consumes from it and answers through it.  The gateway builds one app per shard (judge.transport.gateway.router).
 broker_url = _s.broker_url
 # fast: judge.transport.internals.kombu_redis.Transport (a reused client, packed acks); stock: kombu's own.
 broker_transport = _wiring.broker_transport

@@ -4,7 +4,7 @@
   ``Content-Length`` before a byte is read, or while streaming a chunked body.  It also answers 429 at
   once, without reading the body, when this process's own submissions alone fill the in-flight cap.
 * `InFlight`: submissions accepted and not answered yet, in all gateway processes together (counted
-  in Redis by `judge.transport.admission`; this process's own count when Redis cannot be reached).
+  in Redis by `judge.transport.gateway.admission`; this process's own count when Redis cannot be reached).
   A request whose submissions would push the total over ``JUDGE_MAX_IN_FLIGHT`` gets 429 with
   ``Retry-After``; a batch over ``JUDGE_MAX_BATCH_SIZE`` (or larger than the cap itself, so it could
   never fit) gets 413.
@@ -20,7 +20,7 @@ from fastapi import HTTPException
 from starlette.types import ASGIApp, Message, Receive, Scope, Send
 
 from api.metrics import IN_FLIGHT, REJECTED
-from judge.transport.admission import Admission
+from judge.transport.gateway.admission import Admission
 
 logger = logging.getLogger('api.backpressure')
 

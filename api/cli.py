@@ -3,7 +3,7 @@
 With ``--workers N`` above 1, the N processes share one port (uvicorn) and their Prometheus metrics
 (``PROMETHEUS_MULTIPROC_DIR``: the one given, emptied first, or a private temporary directory
 removed at exit), so `/metrics` answers the same whichever process takes the scrape; `/status` and
-the in-flight cap are shared through Redis (`judge.transport.admission`).
+the in-flight cap are shared through Redis (`judge.transport.gateway.admission`).
 """
 
 from __future__ import annotations

@@ -9,8 +9,8 @@ from celery import Celery
 from fastapi import Depends, Request
 
 from judge.settings import Settings
-from judge.transport.admission import Admission
-from judge.transport.router import Router
+from judge.transport.gateway.admission import Admission
+from judge.transport.gateway.router import Router
 
 
 @dataclass

@@ -9,7 +9,7 @@ node: the first task to reach a node compiles into the node's content-addressed 
 
 Deadlines: `/judge/tests` and `/judge/tests/batch` queue with the batch priority but wait up to the
 long-batch deadline (a job of many tests cannot finish in one submission's deadline: their lane is
-`judge.transport.lanes.Lanes.tests`); `/judge/tests/long-batch` uses the long-batch lane.
+`judge.transport.gateway.lanes.Lanes.tests`); `/judge/tests/long-batch` uses the long-batch lane.
 
 ``stop_on_first_failure`` cuts the *reported* list after the first failing test; every test is
 still judged (they run in parallel, so cancelling would save little), and ``passed``/``pass_rate``
@@ -32,7 +32,7 @@ from judge.contracts import (
     RunPayload,
 )
 from judge.results import fold_tests
-from judge.transport.lanes import Lane
+from judge.transport.gateway.lanes import Lane
 
 
 def payloads_for(job: JudgeTestsRequest) -> list[RunPayload]:

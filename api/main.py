@@ -22,9 +22,9 @@ from judge import procname
 from judge.app import app as celery_app
 from judge.procname import name_process
 from judge.settings import get_settings
-from judge.transport.admission import Admission
-from judge.transport.lanes import Lanes
-from judge.transport.paths import open_router
+from judge.transport.gateway.admission import Admission
+from judge.transport.gateway.lanes import Lanes
+from judge.transport.gateway.paths import open_router
 from judge.version import VERSION
 
 

@@ -72,7 +72,7 @@ BROKER_OUTAGE = Histogram(
 
 
 class OutageMetrics:
-    """The gateway's `judge.transport.outage.OutageObserver`: counts recoveries and republished submissions."""
+    """The gateway's `judge.transport.gateway.outage.OutageObserver`: counts recoveries and republished submissions."""
 
     def reconnected(self, shard: str, outage_s: float) -> None:
         BROKER_RECONNECTS.labels(shard).inc()

@@ -4,7 +4,7 @@ holds what the gateway counts per request).
 Read at scrape time, so every gateway process reports the same, current value: queue depth per queue
 and priority (kombu keeps one list per priority step, see `judge.transport.keys`), summed over the
 broker shards, and per shard (`judge_shard_up`, `judge_shard_queue_depth`); the submissions in flight
-in all gateway processes together and how many processes are live (`judge.transport.admission`); each
+in all gateway processes together and how many processes are live (`judge.transport.gateway.admission`); each
 node's submission runtime (`judge_runtime_info`, `judge_runtime_package_info`) and each worker node's
 broker reconnections (`judge_worker_broker_reconnects_total`).
 

@@ -12,7 +12,7 @@ from typing import TYPE_CHECKING, Any
 
 if TYPE_CHECKING:
     from api.deps import Gateway
-    from judge.transport.router import ShardLink
+    from judge.transport.gateway.router import ShardLink
 
 logger = logging.getLogger('api.status')
 

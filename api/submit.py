@@ -22,7 +22,7 @@ from api.access import log_request, trace_id
 from api.backpressure import InFlight
 from api.deps import Gateway
 from judge.contracts import ResultDict, RunPayload
-from judge.transport.lanes import Lane
+from judge.transport.gateway.lanes import Lane
 
 logger = logging.getLogger('api.submit')
 

@@ -33,7 +33,7 @@ from judge.contracts import (
     JudgeTestsResult,
     SubmissionResult,
 )
-from judge.transport.lanes import Lane, Lanes
+from judge.transport.gateway.lanes import Lane, Lanes
 
 Endpoint = Callable[..., Awaitable[Response]]
 

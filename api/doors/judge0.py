@@ -7,7 +7,7 @@ The official ``judge0`` SDK and agent tools call these.  A submission is one jud
 full`` when the judge is full), answered ``{"token"}``, and run in the background
 (`api.submit.submit_later`).  A batch runs as one request on the tests lane (batch priority, the long
 deadline).  Every submission is kept in Redis under its token for ``JUDGE_DOOR_RESULT_TTL_S``
-(`judge.transport.records`), so ``GET`` finds it from any gateway process; statuses and fields:
+(`judge.transport.gateway.records`), so ``GET`` finds it from any gateway process; statuses and fields:
 `api.doors.judge0_render`.
 """
 
@@ -32,7 +32,7 @@ from api.doors.judge0_render import name_of, now, outcome, parse_fields, render
 from api.submit import submit_later
 from api.table import Endpoint, Shape, SubmitRoute, add_route
 from judge.contracts import ResultDict, RunPayload
-from judge.transport.records import Records
+from judge.transport.gateway.records import Records
 
 DOOR = 'judge0'
 logger = logging.getLogger('api.doors.judge0')

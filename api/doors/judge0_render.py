@@ -1,5 +1,5 @@
 """A Judge0 submission as the Judge0 door keeps and shows it: the record stored by token
-(`judge.transport.records`), its outcome from the judge's result, and the fields an answer shows.
+(`judge.transport.gateway.records`), its outcome from the judge's result, and the fields an answer shows.
 
 Statuses: 3 Accepted (a zero exit, and the output matches ``expected_output`` by Judge0's rule, the
 judge's ``lines`` checker), 4 Wrong Answer, 5 Time Limit Exceeded, 6 Compilation Error, 7-10 the

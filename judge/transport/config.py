@@ -10,7 +10,7 @@
 ``JUDGE_TRANSPORT=stock`` leaves the consumer and the request at Celery's defaults and uses kombu's
 Redis transport with one guard only (`judge.transport.internals.guard`: a worker must not stop
 after a broker loss), and the gateway publishes with ``send_task`` and collects from the result
-backend (`judge.transport.stockpath`).  Both paths share
+backend (`judge.transport.gateway.stockpath`).  Both paths share
 the queues, the key layout and the result backend, so a cluster can switch paths one process at a
 time: the worker delivers each job the way the gateway that sent it waits (`judge.contracts.Job`).
 """

@@ -11,9 +11,9 @@ Celery's queues live in kombu's Redis layout: one list per queue and priority st
 * ``judge:reconnects``: hash of worker node name -> JSON of its broker reconnections;
 * ``judge:inflight``: hash of gateway process -> submissions it admitted and has not answered, and
   ``judge:gateways``: ZSET of gateway processes scored by when their lease ends (the cluster-wide
-  in-flight cap, `judge.transport.admission`; kept in the first shard only);
+  in-flight cap, `judge.transport.gateway.admission`; kept in the first shard only);
 * ``judge:door:<token>``: a compatible door's submission kept to be fetched by token (the Judge0
-  door), with its own expiry (`judge.transport.records`; first shard only).
+  door), with its own expiry (`judge.transport.gateway.records`; first shard only).
 """
 
 from __future__ import annotations

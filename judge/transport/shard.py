@@ -4,7 +4,7 @@ Everything that reads or writes Redis goes through a `Shard`: the gateway's publ
 waiting, the workers' replies and cancel checks, queue lengths for `/status` and `/metrics`, node
 information.  ``JUDGE_BROKER_SHARDS`` lists several independent Redis instances: the gateway holds
 one `Shard` per instance (`Shard.all_from_settings`, each with its own Celery app, see
-`judge.transport.router`), a worker instance the one it consumes from (`Shard.from_settings`,
+`judge.transport.gateway.router`), a worker instance the one it consumes from (`Shard.from_settings`,
 ``JUDGE_WORKER_SHARD``).  Every shard has the same key names: they are separate servers.
 """
 

@@ -25,8 +25,8 @@ from judge.sandbox.errors import NoFreeSlot, SandboxError
 from judge.sandbox.limits import Limits
 from judge.sandbox.slots import claim_slot
 from judge.settings import Settings
-from judge.transport.replies import CancelWatch, Replies
 from judge.transport.shard import Shard
+from judge.transport.worker.replies import CancelWatch, Replies
 from judge.worker.error_cases import ErrorCaseWriter, should_save
 from judge.worker.runner import Runner, RunnerConfig
 

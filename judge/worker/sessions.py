@@ -24,9 +24,9 @@ from judge.runtime import describe_runtime, submission_python
 from judge.sandbox.sessionclient import HostConfig, SessionClient
 from judge.sessionsettings import get_session_settings
 from judge.settings import get_settings
-from judge.transport.replies import Replies
 from judge.transport.sessions.store import SessionRecords, session_queue
 from judge.transport.shard import Shard
+from judge.transport.worker.replies import Replies
 from judge.worker.sessionservice import SessionService
 
 logger = logging.getLogger('judge.worker.sessions')

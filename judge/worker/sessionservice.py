@@ -21,8 +21,8 @@ from judge.contracts.sessions import SessionJob
 from judge.results import build_result, internal_error
 from judge.sandbox.sessionclient import SessionClient
 from judge.sandbox.zygote.cell import FLAG_EXIT, FLAG_NAMES, FLAG_RAISED
-from judge.transport.replies import Replies
 from judge.transport.sessions.store import SessionRecords
+from judge.transport.worker.replies import Replies
 from judge.verdict import pick
 from judge.worker.replay import derive_seed, static_reasons
 

@@ -20,7 +20,7 @@ from judge.contracts import RUN_TASK, Job, ResultDict, RunPayload
 from judge.procname import name_process
 from judge.settings import get_settings
 from judge.transport.config import wiring
-from judge.transport.reconnects import BrokerWatch
+from judge.transport.worker.reconnects import BrokerWatch
 from judge.worker.service import Service
 
 logger = logging.getLogger('judge.worker.tasks')

@@ -24,11 +24,11 @@ from kombu.transport import redis as kombu_redis
 
 from judge.results import internal_error
 from judge.transport.connect import RedisAddress
+from judge.transport.gateway.outage import BrokerHealth, is_broker_fault
 from judge.transport.internals import guard
 from judge.transport.internals import kombu_redis as ours
-from judge.transport.outage import BrokerHealth, is_broker_fault
-from judge.transport.replies import Replies
 from judge.transport.shard import Shard
+from judge.transport.worker.replies import Replies
 from tests.support.services import Service, start_redis
 
 pytestmark = pytest.mark.integration

@@ -23,7 +23,7 @@ from judge.contracts import RunPayload
 from judge.results import internal_error
 from judge.settings import Settings
 from judge.transport import keys
-from judge.transport.lanes import Lane, Lanes
+from judge.transport.gateway.lanes import Lane, Lanes
 
 PINS = json.loads((Path(__file__).parent / 'pins' / 'submit_routes.json').read_text())
 SETTINGS = {
@@ -62,7 +62,7 @@ OPERATIONS = [  # path, method, operation id, description, request model, respon
 
 
 class FakeRouter:
-    """`judge.transport.router.Router.run` that records each call and answers `internal_error`."""
+    """`judge.transport.gateway.router.Router.run` that records each call and answers `internal_error`."""
 
     def __init__(self) -> None:
         self.calls: list[dict[str, Any]] = []

@@ -9,6 +9,10 @@ Layers, each importing only those to its right (and itself):
 ``core`` is the `judge` package's root modules and `judge.contracts`.  The sandbox imports nothing of
 the judge outside itself (its slot server and warm parents run without the judge's dependencies), and
 `toolkit` nothing of `judge` or `api`.
+
+Within `judge.transport`, `judge.transport.gateway` is imported only by the gateway's side (`api` and
+the gateway package itself), `judge.transport.worker` only by the worker's side (`judge.worker` and the
+worker package itself); what is shared (the rest of `judge.transport`, ``celeryconfig``) imports neither.
 """
 
 from __future__ import annotations
@@ -41,6 +45,11 @@ NO_LIBRARIES = ('judge.sandbox', 'judge.executors', 'judge.runtime')
 """Layers that use none of `LIBRARIES`: they run in the slot server, or beside it in the pool process."""
 PURE = ('judge/checker.py', 'judge/verdict.py', 'judge/errors.py', 'judge/worker/runner.py')
 """Modules of pure logic: none of `LIBRARIES`."""
+SIDES: dict[str, tuple[str, ...]] = {
+    'judge.transport.gateway': ('api', 'judge.transport.gateway'),
+    'judge.transport.worker': ('judge.worker', 'judge.transport.worker'),
+}
+"""A process's own transport package -> the only modules (and their sub-modules) that may import it."""
 
 
 def layer_of(module: str) -> str:
@@ -93,6 +102,20 @@ def test_each_module_imports_only_the_layers_below_it(path: Path) -> None:
     assert not bad, f'{mine} may not import {bad}'
 
 
+def within(module: str, package: str) -> bool:
+    return module == package or module.startswith(f'{package}.')
+
+
+@pytest.mark.parametrize('path', SOURCES, ids=lambda p: str(p.relative_to(ROOT)))
+def test_each_side_of_the_transport_is_imported_only_by_its_process(path: Path) -> None:
+    """The gateway's transport modules stay out of the worker and the worker's out of the gateway."""
+    me = module_name(path)
+    for package, importers in SIDES.items():
+        if not any(within(me, i) for i in importers):
+            bad = sorted(n for n in imported(path) if within(n, package))
+            assert not bad, f'{me} may not import {bad}'
+
+
 def test_the_library_free_layers_use_no_library() -> None:
     paths = [p for p in SOURCES if layer_of(module_name(p)) in NO_LIBRARIES] + [ROOT / p for p in PURE]
     assert len(paths) > 40
@@ -138,6 +161,7 @@ def imported_from(node: ast.Import | ast.ImportFrom) -> set[str]:
 
 def test_the_process_folders_exist_and_modules_stay_small() -> None:
     folders = ['judge/worker', 'judge/transport/internals', 'judge/transport/sessions']
+    folders += ['judge/transport/gateway', 'judge/transport/worker']
     folders += ['toolkit/verl', 'toolkit/rlinf', 'toolkit/evaluate', 'toolkit/bench']
     folders += ['judge/sandbox/server', 'judge/sandbox/zygote', 'judge/sandbox/kernel']
     for folder in folders:
@@ -151,7 +175,7 @@ def test_the_gateway_does_not_load_worker_code() -> None:
     code = (
         'import sys, api.main; '
         'print(sorted(m for m in sys.modules if m.startswith(("judge.worker", "judge.executors", "judge.sandbox", '
-        '"judge.runtime"))))'
+        '"judge.runtime", "judge.transport.worker"))))'
     )
     out = subprocess.run([sys.executable, '-c', code], capture_output=True, text=True, cwd=ROOT, check=True)
     assert out.stdout.strip() == '[]'

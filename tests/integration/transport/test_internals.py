@@ -23,10 +23,10 @@ from kombu.transport import redis as kombu_redis
 from judge.app import app
 from judge.contracts import RUN_TASK
 from judge.settings import Settings
+from judge.transport.gateway.lanes import Lanes
 from judge.transport.internals import kombu_redis as ours
 from judge.transport.internals.envelope import Envelopes
 from judge.transport.keys import KeySpace
-from judge.transport.lanes import Lanes
 from tests.support.services import Service, start_redis
 
 _VARYING = {'id', 'root_id', 'expires', 'origin', 'correlation_id', 'delivery_tag', 'reply_to', 'timelimit'}

@@ -1,4 +1,4 @@
-"""The gateway's dispatcher (`judge.transport.dispatch.Dispatcher`) over a hand-written path and shard.
+"""The gateway's dispatcher (`judge.transport.gateway.dispatch.Dispatcher`) over a hand-written path and shard.
 
 The path publishes nothing: its `Waiting` hands out the results a test scripts, take by take, and
 records what the dispatcher asks of it (publishes, take timeouts, cancel, close); the shard stands in for
@@ -21,10 +21,10 @@ import redis
 from judge.contracts import RunPayload, Verdict
 from judge.results import build_result
 from judge.settings import Settings
-from judge.transport import dispatch, outage
-from judge.transport.dispatch import Dispatcher, Outcome
+from judge.transport.gateway import dispatch, outage
+from judge.transport.gateway.dispatch import Dispatcher, Outcome
+from judge.transport.gateway.lanes import Lane, Lanes
 from judge.transport.keys import KeySpace
-from judge.transport.lanes import Lane, Lanes
 
 LANES = Lanes.from_settings(Settings())
 

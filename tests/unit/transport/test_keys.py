@@ -6,8 +6,8 @@ import pytest
 
 from judge.settings import Settings
 from judge.transport.connect import RedisAddress, sentinel_hosts
+from judge.transport.gateway.lanes import Lanes
 from judge.transport.keys import QUEUES, KeySpace
-from judge.transport.lanes import Lanes
 from judge.transport.shard import Shard
 
 

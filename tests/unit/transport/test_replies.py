@@ -1,4 +1,4 @@
-"""The workers' cancel check (`judge.transport.replies.CancelWatch`): a set lookup, Redis read once per period."""
+"""The workers' cancel check (`judge.transport.worker.replies.CancelWatch`): a set lookup, Redis read once a period."""
 
 from __future__ import annotations
 
@@ -9,7 +9,7 @@ from typing import Any
 def test_cancel_check_costs_one_redis_read_per_poll_period() -> None:
     """The per-task check is a set lookup; Redis is read at most once per 0.25 s per process."""
     from judge.transport.keys import KeySpace
-    from judge.transport.replies import CancelWatch
+    from judge.transport.worker.replies import CancelWatch
 
     reads: list[tuple[Any, ...]] = []
     keys = KeySpace()

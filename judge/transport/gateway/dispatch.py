@@ -3,17 +3,17 @@
 Each request publishes its submissions as one Celery group (a shared ``group_id``, one task per
 submission) and waits until every one has answered or its deadline passes.  Unanswered submissions
 become ``queue_timeout`` and their tasks expire at the deadline, so nobody runs them for a client
-that has gone.  How the messages travel is the path's business (`Path`): `judge.transport.fastpath`
-pushes prebuilt messages and collects results from a reply list, `judge.transport.stockpath` uses
+that has gone.  How the messages travel is the path's business (`Path`): `judge.transport.gateway.fastpath`
+pushes prebuilt messages and collects results from a reply list, `judge.transport.gateway.stockpath` uses
 ``send_task`` and Celery's result backend.
 
 Faults, on both paths:
 
 * the client disconnected (checked about once a second): the path cancels the request's tasks that
   have not started yet;
-* a broker fault (`judge.transport.outage.is_broker_fault`): Redis refused, dropped or did not answer
+* a broker fault (`judge.transport.gateway.outage.is_broker_fault`): Redis refused, dropped or did not answer
   a command within ``JUDGE_REDIS_TIMEOUT_S``, failed over, or lost its data (the request's live key
-  is gone, checked about once a second), or the shard's `judge.transport.outage.BrokerHealth` saw
+  is gone, checked about once a second), or the shard's `judge.transport.gateway.outage.BrokerHealth` saw
   an outage meanwhile.  The gateway still holds every payload: it waits until the broker answers
   again, takes the results that arrived if Redis kept its data, then publishes every unanswered
   submission again as the request's next attempt, whatever the broker kept or lost (a queued
@@ -35,12 +35,12 @@ from dataclasses import dataclass, field
 from judge.contracts import ResultDict, RunPayload
 from judge.errors import BrokerUnreachable, RedisDataLost
 from judge.results import internal_error, queue_timeout
-from judge.transport.lanes import Lane
-from judge.transport.outage import BrokerHealth, describe, is_broker_fault
+from judge.transport.gateway.lanes import Lane
+from judge.transport.gateway.outage import BrokerHealth, describe, is_broker_fault
+from judge.transport.gateway.waiting import LIVE_TTL_S, Path, Waiting
 from judge.transport.shard import Shard
-from judge.transport.waiting import LIVE_TTL_S, Path, Waiting
 
-logger = logging.getLogger('judge.transport.dispatch')
+logger = logging.getLogger('judge.transport.gateway.dispatch')
 
 CHECK_EVERY_S = 1.0
 # While more than this many results are outstanding, pause between waits so that each takes several
@@ -95,7 +95,7 @@ class Dispatcher:
         disconnected: Disconnected | None = None,
     ) -> list[ResultDict]:
         """Run every payload; results in order, `queue_timeout` for those that missed the deadline ``wait_s``
-        (the lane's, or what `judge.transport.router.Router` has left of it)."""
+        (the lane's, or what `judge.transport.gateway.router.Router` has left of it)."""
         return (await self.run_outcome(payloads, lane, wait_s, batch, disconnected)).results
 
     async def run_outcome(

@@ -3,8 +3,8 @@
 Publishing: each job's message is built by `judge.transport.internals.envelope` and a request's messages go
 out with one ``LPUSH`` per slice of `PUBLISH_SLICE`, pipelined on the asyncio client together with
 the request's live key.  Waiting: workers push ``[index, result]`` onto the request's reply list
-(`judge.transport.replies`); one ``BLMPOP`` takes every result that is there.  Cancelling: the reply
-key joins the shard's cancelled ZSET, which workers read (`judge.transport.replies.CancelWatch`).
+(`judge.transport.worker.replies`); one ``BLMPOP`` takes every result that is there.  Cancelling: the reply
+key joins the shard's cancelled ZSET, which workers read (`judge.transport.worker.replies.CancelWatch`).
 After a broker fault the unanswered jobs go out again with a new reply list (the request's next
 attempt) while the earlier ones join the cancelled ZSET; the gateway reads them all.
 """
@@ -20,12 +20,12 @@ from celery import Celery
 from redis.exceptions import ResponseError
 
 from judge.contracts import RUN_TASK, ResultDict, RunPayload
+from judge.transport.gateway.lanes import Lane
+from judge.transport.gateway.waiting import LIVE_TTL_S, argsrepr, make_jobs
 from judge.transport.internals.envelope import Envelopes
-from judge.transport.lanes import Lane
 from judge.transport.shard import Shard
-from judge.transport.waiting import LIVE_TTL_S, argsrepr, make_jobs
 
-logger = logging.getLogger('judge.transport.fastpath')
+logger = logging.getLogger('judge.transport.gateway.fastpath')
 
 PUBLISH_SLICE = 200
 _CANCEL_MARGIN_S = 60.0
@@ -65,7 +65,7 @@ class FastWaiting:
         """The live key, then the jobs (one Celery group), one round trip per `PUBLISH_SLICE` jobs.
 
         A later attempt first adds the earlier attempts' reply lists to the cancelled ZSET, so
-        workers skip their copies that are still queued (`judge.transport.replies.CancelWatch`).
+        workers skip their copies that are still queued (`judge.transport.worker.replies.CancelWatch`).
         """
         keys, lane = self.path.shard.keys, self.lane
         attempt = len(self.reply_keys)

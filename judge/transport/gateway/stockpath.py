@@ -5,7 +5,7 @@ the worker's task returns its result and Celery stores it in the result backend 
 the gateway collects with ``ResultSet.join_native`` in slices, in a thread.  Cancelling:
 ``app.control.revoke``.  After a broker fault the unanswered jobs are sent again with new task ids
 (the request's next attempt) and the earlier ids are revoked; the gateway waits for every id.
-Slower than `judge.transport.fastpath`, but nothing here depends on how Celery, kombu or redis-py
+Slower than `judge.transport.gateway.fastpath`, but nothing here depends on how Celery, kombu or redis-py
 work inside, so an upgrade cannot break it silently.
 
 The threads: Celery's result backend is per thread, so a small dedicated pool (`THREADS`) serves
@@ -28,12 +28,12 @@ from celery.result import ResultSet
 
 from judge.contracts import RUN_TASK, Job, ResultDict, RunPayload
 from judge.results import internal_error
-from judge.transport.lanes import Lane
-from judge.transport.outage import describe, is_broker_fault
+from judge.transport.gateway.lanes import Lane
+from judge.transport.gateway.outage import describe, is_broker_fault
+from judge.transport.gateway.waiting import LIVE_TTL_S, argsrepr, make_jobs
 from judge.transport.shard import Shard
-from judge.transport.waiting import LIVE_TTL_S, argsrepr, make_jobs
 
-logger = logging.getLogger('judge.transport.stockpath')
+logger = logging.getLogger('judge.transport.gateway.stockpath')
 
 THREADS = 32
 _REJOIN_S = 0.1

@@ -11,7 +11,7 @@ adds nothing.  With several:
 * **A shard that fails** (publishing fails, Redis unreachable, or Redis lost its data) is marked down
   at once and probed every `PROBE_S` until it answers again; no new work goes to it meanwhile.  The
   submissions it held are run once more on another shard that is up, within the request's deadline;
-  if none is, its dispatcher rides the outage out as with one shard (`judge.transport.dispatch`).
+  if none is, its dispatcher rides the outage out as with one shard (`judge.transport.gateway.dispatch`).
 """
 
 from __future__ import annotations
@@ -25,11 +25,11 @@ from dataclasses import dataclass
 from celery import Celery
 
 from judge.contracts import ResultDict, RunPayload
-from judge.transport.dispatch import Disconnected, Dispatcher
-from judge.transport.lanes import Lane
+from judge.transport.gateway.dispatch import Disconnected, Dispatcher
+from judge.transport.gateway.lanes import Lane
 from judge.transport.shard import Shard
 
-logger = logging.getLogger('judge.transport.router')
+logger = logging.getLogger('judge.transport.gateway.router')
 
 SPLIT_AT = 64
 """A request is cut into one part per shard only when each part gets at least this many submissions."""

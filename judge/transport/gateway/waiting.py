@@ -1,7 +1,7 @@
 """What a transport path does for one request: its jobs, and the `Path` / `Waiting` protocols.
 
-`judge.transport.dispatch` drives a request through a `Path` (`judge.transport.fastpath` or
-`judge.transport.stockpath`): it opens the request's `Waiting`, publishes its jobs (again, as a new
+`judge.transport.gateway.dispatch` drives a request through a `Path` (`judge.transport.gateway.fastpath` or
+`judge.transport.gateway.stockpath`): it opens the request's `Waiting`, publishes its jobs (again, as a new
 attempt, after a broker fault), takes the results, cancels, closes.
 """
 
@@ -10,7 +10,7 @@ from __future__ import annotations
 from typing import Protocol
 
 from judge.contracts import Job, ResultDict, RunPayload
-from judge.transport.lanes import Lane
+from judge.transport.gateway.lanes import Lane
 
 LIVE_TTL_S = 30
 """The live key's lifetime, renewed at every check while its request waits, so a finished request

@@ -7,9 +7,9 @@ from celery import Celery
 from judge.errors import ConfigError
 from judge.settings import Settings
 from judge.transport.config import wiring
-from judge.transport.dispatch import Dispatcher
-from judge.transport.outage import BrokerHealth, OutageObserver
-from judge.transport.router import Router, ShardLink
+from judge.transport.gateway.dispatch import Dispatcher
+from judge.transport.gateway.outage import BrokerHealth, OutageObserver
+from judge.transport.gateway.router import Router, ShardLink
 from judge.transport.shard import Shard
 
 
@@ -17,12 +17,12 @@ def open_dispatcher(app: Celery, shard: Shard, path: str, health: BrokerHealth |
     """A `Dispatcher` for ``shard`` on path ``fast`` or ``stock``."""
     if path == 'fast':
         from judge.transport import internals
-        from judge.transport.fastpath import FastPath
+        from judge.transport.gateway.fastpath import FastPath
 
         internals.verify()
         return Dispatcher(shard, FastPath(app, shard), health)
     if path == 'stock':
-        from judge.transport.stockpath import StockPath
+        from judge.transport.gateway.stockpath import StockPath
 
         return Dispatcher(shard, StockPath(app, shard), health)
     raise ConfigError(f'JUDGE_TRANSPORT must be fast or stock, not {path!r}')

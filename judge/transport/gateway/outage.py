@@ -5,7 +5,7 @@ A request that meets a broker fault (`is_broker_fault`: Redis refused, reset or 
 command, is loading, is a read-only replica after a failover, or lost the request's keys) asks its
 shard's `BrokerHealth` to `wait_until_back`.  One prober per shard and process PINGs the Redis every
 `PROBE_S` until it answers; every request waiting on it resumes then (and publishes again what it
-has not had answered, `judge.transport.dispatch`).  The wait ends early, with ``False``, when the
+has not had answered, `judge.transport.gateway.dispatch`).  The wait ends early, with ``False``, when the
 request's deadline or the outage window (``JUDGE_BROKER_OUTAGE_S``, counted from the first fault
 this process saw) comes first.
 
@@ -32,7 +32,7 @@ from kombu.exceptions import InconsistencyError, OperationalError
 from judge.errors import TransportError
 from judge.transport.shard import Shard
 
-logger = logging.getLogger('judge.transport.outage')
+logger = logging.getLogger('judge.transport.gateway.outage')
 
 PROBE_S = 0.25
 """How often a broker that is down is PINGed."""

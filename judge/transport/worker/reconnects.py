@@ -4,7 +4,7 @@ Celery's consumer reconnects by itself when it loses the broker (``broker_connec
 waits 2 s, 4 s, 6 s ... up to 30 s between tries, the fast path's consumer 0.5 s to 2 s,
 `judge.transport.internals.consumer`) and keeps its pool meanwhile, so the pool processes
 keep their warm sandbox slots and a result computed during the outage waits in its pool process
-(`judge.transport.replies`, or Celery's result backend retries on the stock path).
+(`judge.transport.worker.replies`, or Celery's result backend retries on the stock path).
 
 `BrokerWatch` is a consumer bootstep (Celery's public extension API, both transport paths): the
 consumer stops its steps when the connection is lost and starts them again once it has reconnected,
@@ -25,7 +25,7 @@ from celery import bootsteps
 from judge.settings import get_settings
 from judge.transport.shard import Shard
 
-logger = logging.getLogger('judge.transport.reconnects')
+logger = logging.getLogger('judge.transport.worker.reconnects')
 
 EVENT = 'worker-broker-reconnected'
 

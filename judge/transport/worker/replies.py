@@ -24,7 +24,7 @@ from judge.contracts import Job, ResultDict
 from judge.transport.internals.packed import PackedCalls
 from judge.transport.shard import Shard
 
-logger = logging.getLogger('judge.transport.replies')
+logger = logging.getLogger('judge.transport.worker.replies')
 
 CANCEL_POLL_S = 0.25
 RETRY_FIRST_S = 0.25

@@ -25,7 +25,7 @@ from typing import Any
 
 from judge.transport.shard import Shard
 
-logger = logging.getLogger('judge.transport.admission')
+logger = logging.getLogger('judge.transport.gateway.admission')
 
 KEY_TTL_S = 120
 """Both keys disappear this long after the last gateway process touched them."""
