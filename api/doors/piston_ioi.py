@@ -1,5 +1,5 @@
-"""open-r1's IOI package (``cms_ioi``) on the Piston door, Batch tasks: compile the solution with the
-problem's grader, run it on the test, check.
+"""open-r1's IOI package (``cms_ioi``) on the Piston door, Batch and Communication tasks: compile the
+solution with the problem's grader, run it on the test (beside the problem's manager), check.
 
 open-r1 (``open_r1.utils.competitive_programming.ioi_scoring.run_submission``) sends, with language
 ``cms_ioi`` and version ``*``: ``graders/<problem>.cpp`` (the solution), ``input.txt``, optionally
@@ -16,9 +16,14 @@ compile error.  This module does what that package does, in the judge:
    a second submission, ``checker input.txt correct_output.txt output.txt``: its stdout (the score)
    and stderr (the feedback) are the answer's; without a checker the output is compared by tokens
    (``1`` or ``0``); without a correct output the answer is the solution's output;
-3. a time or memory limit or a runtime error scores ``0`` with the package's feedback.
-
-Communication tasks (a manager talking to the solution over FIFOs) are not supported: 400.
+3. a time or memory limit or a runtime error scores ``0`` with the package's feedback;
+4. Communication tasks (``task_type_parameters_Communication_num_processes``, ``_user_io``,
+   ``_manager_args`` in the config): ``graders/manager.cpp`` compiles (once per node) with the headers
+   beside it, and the solution runs beside it in one execution (`judge.worker.communication`): the
+   manager reads ``input.txt`` and its stdout and stderr are the answer, checked by the checker when
+   there is one and a correct output (the package never diffs a Communication output).  The problem's
+   time limit bounds the whole exchange (the package times the manager), its memory limit all the
+   programs together.
 """
 
 from __future__ import annotations
@@ -45,11 +50,12 @@ from api.doors.piston_models import ExecuteRequest
 from api.doors.piston_runtimes import Runtime
 from api.table import SubmitRoute
 from judge import workfiles
-from judge.contracts import ResultDict, RunPayload, Verdict, new_id
+from judge.contracts import MANAGER_MAX_PROCESSES, ManagerDict, ResultDict, RunPayload, Verdict, new_id
 
 EVAL = '#define EVAL 1\n#line 1\n'
 """Prepended to the solution and grader sources (the package compiles with ``-DEVAL``); line numbers kept."""
 _GRADED = ('grader.cpp', 'stub.cpp')
+_COMMUNICATION = 'task_type_parameters_Communication_'
 
 
 def _text(data: bytes) -> str:
@@ -69,6 +75,8 @@ class Job:
     checker: str | None
     time_s: float | None
     memory_mb: int | None
+    manager: ManagerDict | None = None
+    """Communication tasks: the manager the solution talks to."""
 
     @classmethod
     def of(cls, body: ExecuteRequest, runtime: Runtime) -> Job:
@@ -84,8 +92,8 @@ class Job:
         if not isinstance(config, dict):
             raise BadRequest('graders/grader_config.json is not a JSON object')
         task = config.get('task_type')
-        if task != 'Batch':
-            raise BadRequest(f'task type {task!r} is not supported by this door (Batch only)')
+        if task not in ('Batch', 'Communication'):
+            raise BadRequest(f'Unsupported task type "{task}" (this door runs Batch and Communication tasks)')
         grader: dict[str, str] = {}
         for name, data in files.items():
             folder, base = posixpath.split(name)
@@ -106,6 +114,7 @@ class Job:
             checker=None if checker is None else _text(checker),
             time_s=_number(config, 'time_limit'),
             memory_mb=None if not _number(config, 'memory_limit') else max(1, round(config['memory_limit'] / 2**20)),
+            manager=_manager(config, files) if task == 'Communication' else None,
         )
 
     def solution(self) -> RunPayload:
@@ -119,7 +128,9 @@ class Job:
             'compile_files': self.grader,
             'full': True,
         }
-        if self.expected is not None and self.checker is None:
+        if self.manager is not None:
+            payload['manager'] = self.manager
+        elif self.expected is not None and self.checker is None:
             payload['expected_output'], payload['checker'] = self.expected, 'tokens'
         if self.time_s:
             payload['time_limit_s'] = self.time_s
@@ -156,6 +167,8 @@ class Job:
         if zero is not None:
             return json_answer(answer | {'run': package_run(result, '0\n', zero, 0)})
         output = result.get('stdout') or ''
+        if self.manager is not None and (self.expected is None or self.checker is None):
+            return json_answer(answer | {'run': package_run(result, output, result.get('stderr') or '', 0)})
         if self.expected is None:
             return json_answer(answer | {'run': package_run(result, output, '', 0)})
         if self.checker is None:
@@ -187,3 +200,31 @@ def _number(config: dict[str, Any], key: str) -> float | None:
     if not isinstance(value, int | float) or isinstance(value, bool) or value < 0:
         raise BadRequest(f'graders/grader_config.json: {key} must be a non-negative number')
     return float(value)
+
+
+def _manager(config: dict[str, Any], files: dict[str, bytes]) -> ManagerDict:
+    """A Communication task's manager, from ``graders/manager.cpp`` and the config's parameters."""
+    source = files.get('graders/manager.cpp')
+    if source is None:
+        raise BadRequest('graders/manager.cpp not found (a Communication task needs its manager)')
+    processes = config.get(f'{_COMMUNICATION}num_processes', 1)
+    if not isinstance(processes, int) or isinstance(processes, bool) or not 1 <= processes <= MANAGER_MAX_PROCESSES:
+        raise BadRequest(f'{_COMMUNICATION}num_processes must be an integer from 1 to {MANAGER_MAX_PROCESSES}')
+    user_io = config.get(f'{_COMMUNICATION}user_io', 'std_io')
+    if user_io not in ('std_io', 'fifo_io'):
+        raise BadRequest(f'{_COMMUNICATION}user_io must be "std_io" or "fifo_io"')
+    args = config.get(f'{_COMMUNICATION}manager_args', '')
+    if not isinstance(args, str):
+        raise BadRequest(f'{_COMMUNICATION}manager_args must be a string')
+    headers = {
+        posixpath.basename(name): workfiles.encode(data)
+        for name, data in files.items()
+        if posixpath.dirname(name) == 'graders' and not name.endswith(('.cpp', '.json'))
+    }
+    return {
+        'source': _text(source),
+        'files': headers,
+        'processes': processes,
+        'user_io': user_io,
+        'args': args.split(),
+    }

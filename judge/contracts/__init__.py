@@ -28,12 +28,14 @@ from judge.contracts.http import (
     new_id,
 )
 from judge.contracts.task import (
+    MANAGER_MAX_PROCESSES,
     RUN_TASK,
     CompileDict,
     FullResultDict,
     Job,
     JudgeResultDict,
     Language,
+    ManagerDict,
     ResultDict,
     ResultReason,
     RunPayload,
@@ -59,6 +61,8 @@ __all__ = [
     'RUN_TASK',
     'ResultDict',
     'ResultReason',
+    'MANAGER_MAX_PROCESSES',
+    'ManagerDict',
     'RunPayload',
     'StatusResult',
     'Submission',

@@ -40,6 +40,26 @@ class Verdict(enum.StrEnum):
     QUEUE_TIMEOUT = 'queue_timeout'
 
 
+MANAGER_MAX_PROCESSES = 16
+"""At most this many copies of a submission talk to one manager (`ManagerDict.processes`)."""
+
+
+class ManagerDict(TypedDict):
+    """A trusted manager program the submission talks to over FIFOs (IOI's Communication tasks,
+    `judge.worker.communication`)."""
+
+    source: str
+    """The manager's C++ source (compiled like any C++ submission, cached per node)."""
+    files: NotRequired[dict[str, str]]
+    """Files beside the manager's source when it compiles (headers), relative path -> base64."""
+    processes: int
+    """How many copies of the submission run, each with its own pair of FIFOs (1 to `MANAGER_MAX_PROCESSES`)."""
+    user_io: Literal['std_io', 'fifo_io']
+    """``std_io``: a copy's stdin and stdout are its FIFOs; ``fifo_io``: it gets their paths as arguments."""
+    args: NotRequired[list[str]]
+    """Arguments of the manager after the FIFOs' paths."""
+
+
 class RunPayload(TypedDict):
     """One submission as a worker receives it (`Submission.payload`; `/judge/tests` adds `checker`).
 
@@ -66,6 +86,8 @@ class RunPayload(TypedDict):
     compile_files: NotRequired[dict[str, str]]
     """Compiled languages: files beside the source when it compiles (headers; C and C++ sources among
     them are compiled with it), relative path -> base64; part of the compile cache's key."""
+    manager: NotRequired[ManagerDict]
+    """Run the submission beside this manager, which reads the input and writes the output."""
     full: NotRequired[bool]
     """Answer with the streams whole (up to the node's output limit, without upstream's timeout marker)
     and with `usage`."""

@@ -14,13 +14,14 @@ from dataclasses import dataclass
 from typing import cast
 
 from judge.checker import Checker, get_checker
-from judge.contracts import CompileDict, FullResultDict, ResultDict, RunPayload, UsageDict, Verdict
+from judge.contracts import CompileDict, FullResultDict, ManagerDict, ResultDict, RunPayload, UsageDict, Verdict
 from judge.errors import UnsupportedLanguage
 from judge.executors import EXECUTORS, Compiled, Executor, RunExtras, Toolchain
 from judge.results import build_result
-from judge.sandbox.client import ExecResult, SlotClient
+from judge.sandbox.client import ExecResult, SandboxError, SlotClient
 from judge.sandbox.limits import Limits
 from judge.verdict import pick
+from judge.worker.communication import LAUNCHER_FAILED, LAUNCHER_NAME, check_manager, launch_request, launcher_failed
 
 logger = logging.getLogger('judge.worker.runner')
 
@@ -94,10 +95,42 @@ class Runner:
         if compiled is not None and not compiled.ok:
             return self._compile_error(sub, compiled, executor, full)
         stdin = (sub.get('input') or '').encode('utf-8', 'surrogateescape')
-        result = executor.run(
-            source, compiled, stdin, limits.whole() if full else limits, sub.get('seed'), run_extras(sub)
-        )
+        if full:
+            limits = limits.whole()
+        manager = sub.get('manager')
+        if manager is not None:
+            return self._with_manager(sub, manager, compiled, limits, stdin, within_s, checker, executor)
+        result = executor.run(source, compiled, stdin, limits, sub.get('seed'), run_extras(sub))
         return self._fold(sub, result, expected, checker, compiled, executor, full)
+
+    def _with_manager(
+        self,
+        sub: RunPayload,
+        manager: ManagerDict,
+        compiled: Compiled | None,
+        limits: Limits,
+        stdin: bytes,
+        within_s: float | None,
+        checker: Checker,
+        executor: Executor,
+    ) -> ResultDict:
+        """Run the compiled submission beside its manager (`judge.worker.communication`)."""
+        check_manager(manager)
+        if compiled is None or compiled.artifact is None:
+            raise ValueError(f'a manager needs a compiled submission, not {sub["type"]!r}')
+        full = bool(sub.get('full'))
+        cpp = self.executor('cpp')
+        built = cpp.compile(manager['source'], _texts(manager.get('files')), within_s)
+        if built is None:
+            raise ValueError('the C++ executor compiled nothing')
+        if not built.ok or built.artifact is None:
+            return self._compile_error(sub, built, cpp, full)
+        bash = self.executor('bash')
+        bash_argv = bash.argv(bash.run_argv, {}, {'src': LAUNCHER_NAME})
+        result = bash.execute(launch_request(manager, bash_argv, (compiled.artifact, built.artifact), limits, stdin))
+        if launcher_failed(result):
+            raise SandboxError(LAUNCHER_FAILED)
+        return self._fold(sub, result, sub.get('expected_output'), checker, compiled, executor, full)
 
     def _max_chars(self, full: bool) -> int:
         return sys.maxsize if full else self.config.max_chars
