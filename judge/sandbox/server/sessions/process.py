@@ -24,7 +24,7 @@ from judge.sandbox.server.sessions.cgroup import Group
 from judge.sandbox.server.sessions.space import Family
 from judge.sandbox.zygote.cell import DONE
 
-GRACE_S = 0.5
+GRACE_S = 2.0
 """How long an interrupted cell may take to end before its session is killed."""
 _CHUNK = 65536
 LAYERS_MAX = 16
