@@ -36,7 +36,9 @@ class Jail:
         self.allow_unsafe = bool(config.get('allow_unsafe', False))
         self.work_root = os.path.realpath(str(config.get('work_root', '/tmp/judge-work')))
         self.work_base = os.path.join(self.work_root, f'slot{self.slot}')
-        self.space_dir = os.path.join(self.work_base, 'space')
+        self.hold_dir = os.path.join(self.work_base, 'space')
+        """Where the namespaces tier mounts the small tmpfs that holds the executions' own ones."""
+        self.space_dir = os.path.join(self.hold_dir, 's')
         """Where the namespaces tier mounts each execution's own tmpfs (`judge.sandbox.server.spaces`)."""
         self.shm_dir = os.path.join(self.space_dir, 'shm')
         """Where the namespaces tier's ``/dev/shm`` leads: a directory of the execution's tmpfs."""

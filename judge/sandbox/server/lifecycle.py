@@ -80,7 +80,7 @@ class SlotLife:
                 self.spare_kind = kind
                 return spare
             except ZygoteLost:  # the lineage dropped the dead zygote: the next try starts a new one
-                self.spaces.drop_workdir(workdir)
+                self.spaces.recycle(workdir)
                 if attempt:
                     raise
                 logger.error('a %s zygote died; starting a new one', kind)
@@ -118,7 +118,7 @@ class SlotLife:
             spare.discard()
         except ZygoteLost:
             pass
-        self.spaces.drop_workdir(spare.workdir)
+        self.spaces.recycle(spare.workdir)
 
     def refill(self) -> None:
         """Fork the next execution's child ahead of its request (off the critical path), from the
