@@ -4,15 +4,19 @@ host's noise: `python -m scripts.paired_stacks URL_A PID_A URL_B PID_B`.
 Start one stack per tree (``python -m judge.stack`` with its own ``JUDGE_REDIS_PORT``,
 ``JUDGE_GATEWAY_PORT``, ``JUDGE_FLOWER_PORT``, ``JUDGE_WORK_ROOT`` and ``JUDGE_CACHE_DIR``); PID is the
 launcher's.  Each round sends ``--batch`` calls of each kind to one stack, then to the other, and counts
-the CPU of every process below each launcher (`toolkit.bench.cpu`).  Prints, per kind, the mean CPU
-per call of each side, B/A of the means and the median of the rounds' ratios, and the mean per process
-kind.  Run it once with the same tree on both sides first: that is the method's own spread.
+the CPU of every process below each launcher (`toolkit.bench.cpu`), and the whole machine's busy CPU
+(``/proc/stat``: kernel threads and interrupts included, and this client's own work, the same for both
+sides).  Prints, per kind, the mean CPU per call of each side, B/A of the means and the median of the
+rounds' ratios, and the mean per process kind.  A process that ends within a batch (a warm parent
+renewed) takes its past CPU out of that batch's stack figure; the machine figure has no such gaps.
+Run it once with the same tree on both sides first: that is the method's own spread.
 """
 
 from __future__ import annotations
 
 import argparse
 import asyncio
+import os
 import statistics
 import sys
 from typing import Any
@@ -23,6 +27,13 @@ from toolkit.bench.wrapped import KINDS, cases_of
 from toolkit.client import JudgeClient
 
 
+def busy_ms() -> float:
+    """The machine's busy CPU so far (every CPU: user, nice, system, irq, softirq, steal), ms."""
+    with open('/proc/stat', encoding='ascii') as f:
+        ticks = [int(v) for v in f.readline().split()[1:9]]
+    return (sum(ticks) - ticks[3] - ticks[4]) * 1000 / os.sysconf('SC_CLK_TCK')
+
+
 async def compare(sides: dict[str, tuple[str, int]], kinds: list[str], rounds: int, batch: int) -> dict[str, Any]:
     """Per kind and side: CPU per call of each round, and by process kind."""
     clients = {side: JudgeClient(url) for side, (url, _) in sides.items()}
@@ -30,6 +41,7 @@ async def compare(sides: dict[str, tuple[str, int]], kinds: list[str], rounds: i
         side: parse_args(['math', '--url', url, '--cpu', '--cpu-root', str(pid)]) for side, (url, pid) in sides.items()
     }
     cpu: dict[tuple[str, str], list[float]] = {(s, k): [] for s in sides for k in kinds}
+    machine: dict[tuple[str, str], list[float]] = {(s, k): [] for s in sides for k in kinds}
     by_kind: dict[tuple[str, str], dict[str, list[float]]] = {(s, k): {} for s in sides for k in kinds}
     try:
         for side, client in clients.items():
@@ -39,7 +51,9 @@ async def compare(sides: dict[str, tuple[str, int]], kinds: list[str], rounds: i
         for r in range(rounds):
             for kind in kinds:
                 for side in sides if r % 2 == 0 else reversed(sides):
+                    busy = busy_ms()
                     phase = await run_phase(clients[side], cases_of(kind, batch), options[side])
+                    machine[(side, kind)].append((busy_ms() - busy) / batch)
                     if phase['wrong']:
                         raise SystemExit(f'{side}: {phase["wrong"]} wrong answers in {kind}')
                     cpu[(side, kind)].append(phase['cpu_ms'])
@@ -48,7 +62,7 @@ async def compare(sides: dict[str, tuple[str, int]], kinds: list[str], rounds: i
     finally:
         for client in clients.values():
             await client.close()
-    return {'cpu': cpu, 'by_kind': by_kind}
+    return {'cpu': cpu, 'machine': machine, 'by_kind': by_kind}
 
 
 def main() -> None:
@@ -67,13 +81,14 @@ def main() -> None:
     sides = {'A': (args.url_a, args.pid_a), 'B': (args.url_b, args.pid_b)}
     got = asyncio.run(compare(sides, kinds, args.rounds, args.batch))
     for kind in kinds:
-        a, b = got['cpu'][('A', kind)], got['cpu'][('B', kind)]
-        ratios = [y / x for x, y in zip(a, b, strict=True) if x > 0]
-        sys.stdout.write(
-            f'{kind}: CPU per call A {statistics.mean(a):.2f} ms, B {statistics.mean(b):.2f} ms; '
-            f'B/A of the means {statistics.mean(b) / statistics.mean(a):.3f}, '
-            f"median of the rounds' ratios {statistics.median(ratios):.3f}\n"
-        )
+        for what, label in (('cpu', 'stack CPU'), ('machine', 'machine CPU')):
+            a, b = got[what][('A', kind)], got[what][('B', kind)]
+            ratios = [y / x for x, y in zip(a, b, strict=True) if x > 0]
+            sys.stdout.write(
+                f'{kind}: {label} per call A {statistics.mean(a):.2f} ms, B {statistics.mean(b):.2f} ms; '
+                f'B/A of the means {statistics.mean(b) / statistics.mean(a):.3f}, '
+                f"median of the rounds' ratios {statistics.median(ratios):.3f}\n"
+            )
         parts = got['by_kind'][('A', kind)], got['by_kind'][('B', kind)]
         names = sorted(set(parts[0]) | set(parts[1]))
         sys.stdout.write(
