@@ -139,10 +139,7 @@ def _create(route: SubmitRoute) -> Endpoint:
             if isinstance(results, Refused):
                 return error('queue is full', 503)
             record = _finish(record, results[0])
-            try:
-                await records.put(record['token'], record)
-            except Exception:  # the answer stands; only fetching it again by token will not work
-                logger.exception('judge0: could not keep submission %s', record['token'])
+            records.keep(record['token'], record)
             return json_answer(render(record, fields, b64, name_of(record['language_id'])), 201)
         try:
             await records.put(record['token'], record)

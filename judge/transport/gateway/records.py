@@ -4,17 +4,24 @@ first: every gateway process finds them there).  Only this module names those ke
 
 Writes that come together are written together: a write waits one turn of the event loop for the
 others of the moment, then all go in one pipelined round trip (each writer still returns only once
-its record is stored).
+its record is stored).  A record whose writer need not wait (`Records.keep`: the answer it holds was
+already given) waits up to `KEEP_WINDOW_S` for others, so that busy moments take few round trips; until
+it is stored, this process answers for it from memory.
 """
 
 from __future__ import annotations
 
 import asyncio
 import json
+import logging
 from collections.abc import Sequence
 from typing import Any
 
 from judge.transport.shard import Shard
+
+logger = logging.getLogger('judge.transport.gateway.records')
+
+KEEP_WINDOW_S = 0.002
 
 
 class Records:
@@ -25,6 +32,9 @@ class Records:
         self.ttl_s = ttl_s
         self._pending: dict[str, str] = {}
         self._next: asyncio.Task[None] | None = None
+        self._kept: dict[str, str] = {}
+        """Records `keep` has not stored yet, by key (also while their write is under way)."""
+        self._keeping: asyncio.Task[None] | None = None
 
     async def put(self, token: str, record: dict[str, Any]) -> None:
         """Store (or replace) ``token``'s record."""
@@ -38,9 +48,29 @@ class Records:
             self._next = asyncio.get_running_loop().create_task(self._write())
         await asyncio.shield(self._next)
 
+    def keep(self, token: str, record: dict[str, Any]) -> None:
+        """Store ``token``'s record without waiting: within `KEEP_WINDOW_S`, with the others of then."""
+        self._kept[self.shard.keys.door_record(token)] = json.dumps(record)
+        if self._keeping is None:
+            self._keeping = asyncio.get_running_loop().create_task(self._write_kept())
+
+    async def _write_kept(self) -> None:
+        await asyncio.sleep(KEEP_WINDOW_S)
+        batch, self._keeping = dict(self._kept), None
+        try:
+            await self._store(batch)
+        except Exception:  # the answers were given; only fetching them again by token will not work
+            logger.exception('could not keep %d door records', len(batch))
+        for key, value in batch.items():
+            if self._kept.get(key) is value:
+                del self._kept[key]
+
     async def _write(self) -> None:
         await asyncio.sleep(0)  # the writes of this moment join
         batch, self._pending, self._next = self._pending, {}, None
+        await self._store(batch)
+
+    async def _store(self, batch: dict[str, str]) -> None:
         if len(batch) == 1:
             ((key, value),) = batch.items()
             await self.shard.aclient.set(key, value, ex=self.ttl_s)
@@ -54,5 +84,13 @@ class Records:
         """The records of ``tokens``, in order (None: unknown or expired)."""
         if not tokens:
             return []
-        raw = await self.shard.aclient.mget([self.shard.keys.door_record(t) for t in tokens])
-        return [None if value is None else json.loads(value) for value in raw]
+        keys = [self.shard.keys.door_record(t) for t in tokens]
+        raw = await self.shard.aclient.mget(keys)
+        return [
+            json.loads(kept)
+            if (kept := self._kept.get(key)) is not None
+            else None
+            if value is None
+            else json.loads(value)
+            for key, value in zip(keys, raw, strict=True)
+        ]
