@@ -5,12 +5,12 @@ compiled like any C++ submission (once per node, cached); then one execution in 
 `LAUNCHER`, a bash script that:
 
 1. makes two FIFOs per copy of the submission in the work dir, ``u<i>_to_m`` and ``m_to_u<i>``;
-2. starts ``processes`` copies of the submission (``./run``): with ``std_io`` a copy reads
+2. starts ``./manager`` with every copy's pair of paths and the manager's own arguments, on the
+   submission's input;
+3. starts ``processes`` copies of the submission (``./run``): with ``std_io`` a copy reads
    ``m_to_u<i>`` on stdin and writes ``u<i>_to_m`` on stdout, its stderr dropped; with ``fifo_io`` it
    gets the two paths as arguments.  With more than one copy, each also gets its index;
-3. runs ``./manager`` with every copy's pair of paths and the manager's own arguments, on the
-   submission's input, and ends with the manager's exit status once it ends (copies still running are
-   killed).
+4. waits for the manager and ends with its exit status (copies still running are killed).
 
 The copies run with the manager's uid.  The slot's ``/proc`` shows them no other process's
 descriptors; besides, the manager starts first, from a binary made execute-only (the kernel makes
