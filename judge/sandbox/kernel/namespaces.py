@@ -8,6 +8,7 @@ superblock, so they cannot affect other mount namespaces.
 
 from __future__ import annotations
 
+import _signal
 import ctypes
 import errno
 import os
@@ -115,6 +116,16 @@ def probe_unshare(flags: int) -> bool:
 def set_pdeathsig(sig: int) -> None:
     """Deliver *sig* to the caller when its parent thread exits (0 clears it)."""
     libc.check(libc.prctl(PR_SET_PDEATHSIG, sig, 0, 0, 0), 'prctl(PR_SET_PDEATHSIG)')
+
+
+def default_signals() -> None:
+    """Every signal unblocked, and SIGINT, SIGQUIT, SIGPIPE and SIGXFSZ at their default action, as in a
+    process a shell starts in the foreground.  A worker started in the background by a script ignores
+    SIGINT and SIGQUIT, and what it ignores, every program it starts would ignore too: a warm child
+    would not see ``KeyboardInterrupt``, a session's cell could not be interrupted."""
+    _signal.pthread_sigmask(_signal.SIG_SETMASK, [])
+    for sig in (_signal.SIGINT, _signal.SIGQUIT, _signal.SIGPIPE, _signal.SIGXFSZ):
+        _signal.signal(sig, _signal.SIG_DFL)
 
 
 def set_child_subreaper(enabled: bool = True) -> None:

@@ -16,7 +16,6 @@ from __future__ import annotations
 import gc
 import os
 import select
-import signal
 import sys
 from typing import Any
 
@@ -25,6 +24,7 @@ if __name__ == '__main__':  # started as a script: make the package importable, 
     sys.path.insert(0, _root)
 
 from judge.sandbox.errors import CleanupError, ProtocolError, SlotUnhealthy, ZygoteLost
+from judge.sandbox.kernel import namespaces
 from judge.sandbox.lazylog import get_logger
 from judge.sandbox.limits import Limits, rlimits
 from judge.sandbox.protocol import recv_message, send_message
@@ -197,7 +197,7 @@ def _reply(outcome: ExecOutcome) -> dict[str, Any]:
 
 def main() -> int:
     """Entry point: the configuration, then requests on fd 0; replies on fd 1."""
-    signal.signal(signal.SIGPIPE, signal.SIG_DFL)
+    namespaces.default_signals()
     rfd, wfd = os.dup(0), os.dup(1)
     devnull = os.open(os.devnull, os.O_RDWR)
     os.dup2(devnull, 0)

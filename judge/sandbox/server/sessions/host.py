@@ -18,7 +18,6 @@ from __future__ import annotations
 import gc
 import os
 import resource
-import signal
 import socket
 import sys
 import threading
@@ -242,7 +241,7 @@ def _readable(fd: int) -> bool:
 
 def main() -> int:
     """Entry point: the configuration on fd 0, a hello on fd 1, then requests on the listening socket."""
-    signal.signal(signal.SIGPIPE, signal.SIG_DFL)
+    namespaces.default_signals()
     soft, hard = resource.getrlimit(resource.RLIMIT_NOFILE)
     resource.setrlimit(resource.RLIMIT_NOFILE, (hard, hard))
     config, _ = recv_message(0)
