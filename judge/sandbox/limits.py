@@ -68,7 +68,10 @@ def rlimits(limits: Limits, *, set_nproc: bool, nproc_slack: int = 0) -> list[tu
     ``nproc_slack`` raises ``RLIMIT_NPROC`` above ``limits.pids`` where a pids cgroup is the real
     bound: the cgroup then refuses first and counts it (`judge.sandbox.kernel.cgroups.SlotCgroup.fork_refusals`).
     """
-    cpu_s = max(1, math.ceil(limits.time_s))
+    # Strictly above the wall limit: a spare's set-up before its plan counts toward RLIMIT_CPU, so a
+    # soft limit equal to ``time_s`` ended CPU-bound programs a few ms short of their time.  The wall
+    # limit ends them; this bounds a program whose threads burn CPU faster than the clock.
+    cpu_s = math.floor(limits.time_s) + 1
     out = [
         (resource.RLIMIT_CPU, cpu_s, cpu_s + 1),
         (resource.RLIMIT_FSIZE, limits.file_bytes, limits.file_bytes),

@@ -41,6 +41,22 @@ def test_wall_limit_kills_everything(slot: SlotClient, mode: str) -> None:
         assert subprocess.run(['pgrep', '-f', f'sleep {tag}'], capture_output=True).stdout == b''
 
 
+@pytest.mark.parametrize('mode', ['warm', 'fresh'])
+def test_a_busy_loop_gets_its_whole_time_limit(slot: SlotClient, mode: str) -> None:
+    """The CPU rlimit is a backstop above the wall limit: the CPU a spare spent before its plan does not
+    end a CPU-bound program before its time (an integer limit once ended it a few ms short)."""
+    src = 'print("started", flush=True)\nwhile True: pass'
+    limits = RUN_LIMITS._replace(time_s=1.0)
+    r = slot.run(
+        ExecRequest(limits=limits, python_source=src)
+        if mode == 'warm'
+        else ExecRequest(limits=limits, argv=[PYTHON, '-I', 'source.py'], files={'source.py': src})
+    )
+    assert r.timed_out and r.stdout == b'started\n', r
+    assert r.exit_code == -9, 'ended by the wall limit, not by SIGXCPU'
+    assert r.wall_s >= 1.0, r.wall_s
+
+
 def test_output_is_bounded_while_reading(slot: SlotClient) -> None:
     src = 'import sys\nwhile True: sys.stdout.write("x" * 65536)'
     r = slot.run(

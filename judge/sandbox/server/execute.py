@@ -137,8 +137,8 @@ def _decode_status(status: int, outcome: ExecOutcome) -> None:
     if os.WIFSIGNALED(status):
         outcome.signal = os.WTERMSIG(status)
         outcome.exit_code = -outcome.signal
-        # RLIMIT_CPU (soft = the time limit) can fire a moment before the wall clock: a busy loop
-        # killed by SIGXCPU ran out of time, it did not crash.
+        # RLIMIT_CPU (soft: the first whole second above the time limit) ends programs whose threads
+        # burn CPU faster than the wall clock: killed by SIGXCPU, they ran out of time, not crashed.
         outcome.timed_out = outcome.timed_out or outcome.signal == signal.SIGXCPU
     else:
         outcome.exit_code = os.WEXITSTATUS(status)
