@@ -24,6 +24,7 @@ from typing import Any
 
 from judge.sandbox.lazylog import get_logger
 from judge.sandbox.server.sessions.cgroup import Groups
+from judge.sandbox.server.sessions.primed import Primed
 from judge.sandbox.server.sessions.process import LAYERS_MAX, Live, ready
 from judge.sandbox.server.sessions.space import Spaces, copy_tree
 
@@ -109,6 +110,7 @@ def fork_live(parent: Live, sids: list[str], spaces: Spaces, groups: Groups, sco
         send_fds += [theirs.detach(), out_w, err_w]
     relayer = spaces.layer(parent.container)
     parent.group.set_cpus(0)  # the forks are made in the parent's cgroups: on every CPU, not within its quota
+    primed = Primed(parent.group.dirs['pids'], parent.pid)  # the children's moves start in a grace period
     try:
         parent.freeze(False)
         try:
@@ -122,9 +124,10 @@ def fork_live(parent: Live, sids: list[str], spaces: Spaces, groups: Groups, sco
                 entry['layer'] = spaces.layer(entry['container'])
         except OSError:  # the children left without them are killed as they report (`_adopt`)
             logger.exception('session %s: could not prepare its forks', parent.sid)
-        children = _adopt(parent, made, spaces)
+        children = _adopt(parent, made, spaces, primed)
         parent.freeze()
     finally:
+        primed.stop()
         parent.group.set_cpus(groups.defaults[2])
     parent.layers += 1
     parent.forks += [c.pid for c in children if c is not None]
@@ -150,24 +153,18 @@ def _ident(fd: int) -> tuple[int, int]:
     return st.st_dev, st.st_ino
 
 
-def _adopt(parent: Live, made: list[dict[str, Any]], spaces: Spaces) -> list[Live | None]:
-    """Collect the children's pids (``P``, from the parent and the children that fork others), move each
-    into its cgroups and send it its place; then, as each answers ``R``, freeze and check it.  (Moving a
-    process between cgroups waits for every fork in progress, so it starts once the forks are made.)"""
+def _adopt(parent: Live, made: list[dict[str, Any]], spaces: Spaces, primed: Primed) -> list[Live | None]:
+    """Collect the children's pids (``P``, from the parent and the children that fork others), move them
+    all into their cgroups (while ``primed``, then stop it) and send each its place; then, as each answers
+    ``R``, freeze and check it.  (Moving a process between cgroups waits for every fork in progress, so
+    it starts once the forks are made.)"""
     deadline = time.monotonic() + READY_S
-    pids: dict[int, int] = {}
-    done = False
-    while (not done or len(pids) < len(made)) and time.monotonic() < deadline:
-        data = parent.recv(deadline - time.monotonic())
-        if data[:1] == b'P' and len(data) == 9:
-            index, pid = int.from_bytes(data[1:5], 'big'), int.from_bytes(data[5:], 'big')
-            if 0 <= index < len(made):
-                pids[index] = pid
-        elif data == b'F':
-            done = True
-        elif not data:
-            break
+    pids = _forked_pids(parent, len(made), deadline)
     children: list[Live | None] = [None] * len(made)
+    for i, pid in sorted(pids.items()):
+        if 'layer' in made[i]:
+            made[i]['group'].join(pid)
+    primed.stop()
     for i, pid in sorted(pids.items()):
         if 'layer' in made[i]:
             children[i] = _start_child(parent, made[i], pid, spaces)
@@ -222,9 +219,25 @@ def _clean_up(
             children[i] = None
 
 
+def _forked_pids(parent: Live, n: int, deadline: float) -> dict[int, int]:
+    """Index -> pid of each fork reported (``P``) until the parent is done (``F``) and all ``n`` are in."""
+    pids: dict[int, int] = {}
+    done = False
+    while (not done or len(pids) < n) and time.monotonic() < deadline:
+        data = parent.recv(deadline - time.monotonic())
+        if data[:1] == b'P' and len(data) == 9:
+            index, pid = int.from_bytes(data[1:5], 'big'), int.from_bytes(data[5:], 'big')
+            if 0 <= index < n:
+                pids[index] = pid
+        elif data == b'F':
+            done = True
+        elif not data:
+            break
+    return pids
+
+
 def _start_child(parent: Live, entry: dict[str, Any], pid: int, spaces: Spaces) -> Live:
-    """The new child's handle: into its cgroups, then its work dir and Landlock layer on its own socket."""
-    entry['group'].join(pid)
+    """The new child's handle (in its cgroups already): its work dir and Landlock layer on its own socket."""
     child = Live(
         entry['sid'],
         pid,
