@@ -228,8 +228,8 @@ class SessionService:
                 _, failure = self._restore(child['sid'], spec)
                 if failure is not None:
                     return {'ok': False, 'error': f'fork {child["sid"]} could not be rebuilt: {failure}'}
-            self.records.mark(child['sid'], node=self.node, live='1', built='1')
             modes.append({'session_id': child['sid'], 'mode': mode})
+        self.records.mark_many([m['session_id'] for m in modes], node=self.node, live='1', built='1')
         return {'ok': True, 'children': modes, 'cost': time.monotonic() - started, 'fork_s': reply.get('fork_s')}
 
 

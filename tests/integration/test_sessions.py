@@ -87,6 +87,22 @@ def test_a_fork_gives_independent_children(gateway_url: str) -> None:
     assert info['parent'] == sid and info['forked_at'] == 1 and info['cells'] == 3, info
 
 
+def test_a_fork_onto_a_taken_id_makes_none_of_its_children(gateway_url: str) -> None:
+    sid = make(gateway_url, kind='lean')
+    run(gateway_url, sid, 'n = 5')
+    taken = make(gateway_url, kind='lean')
+    fresh = [f'fresh-{i}-{time.monotonic_ns()}' for i in range(3)]
+    status, refused = request(f'{gateway_url}/sessions/{sid}/fork', {'n': 4, 'session_ids': [*fresh, taken]})
+    assert status == 409 and taken in refused['detail'], refused
+    assert all(request(f'{gateway_url}/sessions/{kid}')[0] == 404 for kid in fresh), 'all or none'
+    assert run(gateway_url, taken, '1 + 1')['value'] == '2', 'the existing session is untouched'
+    status, forked = request(f'{gateway_url}/sessions/{sid}/fork', {'n': 3, 'session_ids': fresh})
+    assert status == 200 and [c['session_id'] for c in forked['children']] == fresh, forked
+    assert [run(gateway_url, kid, 'n')['value'] for kid in fresh] == ['5'] * 3
+    status, info = request(f'{gateway_url}/sessions/{fresh[1]}')
+    assert status == 200 and info['live'] and info['parent'] == sid, info
+
+
 def test_a_cell_that_ends_the_session_is_followed_by_a_replay(gateway_url: str) -> None:
     sid = make(gateway_url, kind='lean', seed=7)
     drawn = run(gateway_url, sid, 'import random\nvalues = [random.random() for _ in range(3)]\nvalues')['value']

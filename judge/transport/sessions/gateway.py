@@ -156,14 +156,11 @@ class SessionGateway:
             raise SessionError(409, f'session {sid} is busy')
         try:
             count = await self.store.count(sid)
-            made = []
-            for child in children:
-                extra = {'parent': sid, 'forked_at': str(count), 'built': '1'}
-                if not await self.store.create(
-                    child, json.loads(record.get('spec') or '{}'), record.get('node') or '', extra
-                ):
-                    raise SessionError(409, f'session {child} exists')
-                made.append(child)
+            made = list(children)
+            extra = {'parent': sid, 'forked_at': str(count), 'built': '1'}
+            spec = json.loads(record.get('spec') or '{}')
+            if taken := await self.store.create_many(made, spec, record.get('node') or '', extra):
+                raise SessionError(409, f'session {taken[0]} exists')
             await self.store.copy_cells(sid, made, record)
             answer = await self._send(sid, 'fork', {'children': made}, wait_s)
             await self.store.touch(sid, record)

@@ -103,15 +103,30 @@ class SessionStore:
 
     async def create(self, sid: str, spec: dict[str, Any], node: str, extra: dict[str, str] | None = None) -> bool:
         """Write a new record (False when ``sid`` exists)."""
+        return not await self.create_many([sid], spec, node, extra)
+
+    async def create_many(
+        self, sids: list[str], spec: dict[str, Any], node: str, extra: dict[str, str] | None = None
+    ) -> list[str]:
+        """Write a new record for each of ``sids`` (a fork's children), in two round trips: all or none.
+        Returns the ids that exist already (then nothing is written)."""
         fields: dict[Any, Any] = {'node': node, 'epoch': '0', 'live': '0', 'built': '0', 'spec': json.dumps(spec)}
         fields |= {'created': repr(time.time()), 'used': repr(time.time())} | (extra or {})
-        if not await self.redis.hsetnx(record_key(sid), 'epoch', '0'):
-            return False
+        pipe = self.redis.pipeline(transaction=False)
+        for sid in sids:
+            pipe.hsetnx(record_key(sid), 'epoch', '0')
+        claimed = await pipe.execute()
+        taken = [sid for sid, ok in zip(sids, claimed, strict=True) if not ok]
+        if taken:
+            if mine := [record_key(sid) for sid, ok in zip(sids, claimed, strict=True) if ok]:
+                await self.redis.delete(*mine)
+            return taken
         pipe = self.redis.pipeline(transaction=True)
-        pipe.hset(record_key(sid), mapping=fields)
-        pipe.pexpire(record_key(sid), ttl_ms(fields))
+        for sid in sids:
+            pipe.hset(record_key(sid), mapping=fields)
+            pipe.pexpire(record_key(sid), ttl_ms(fields))
         await pipe.execute()
-        return True
+        return []
 
     async def cells(self, sid: str) -> list[dict[str, Any]]:
         """Every recorded cell."""
@@ -237,8 +252,19 @@ class SessionRecords:
 
     def mark(self, sid: str, **fields: str) -> None:
         """Set record fields (the record must exist)."""
-        if self.redis.exists(record_key(sid)):
-            self.redis.hset(record_key(sid), mapping=dict[Any, Any](fields))
+        self.mark_many([sid], **fields)
+
+    def mark_many(self, sids: list[str], **fields: str) -> None:
+        """Set the same fields on each existing record of ``sids``, in two round trips."""
+        pipe = self.redis.pipeline(transaction=False)
+        for sid in sids:
+            pipe.exists(record_key(sid))
+        present = pipe.execute()
+        pipe = self.redis.pipeline(transaction=False)
+        for sid, there in zip(sids, present, strict=True):
+            if there:
+                pipe.hset(record_key(sid), mapping=dict[Any, Any](fields))
+        pipe.execute()
 
     def forget(self, sid: str) -> None:
         """An expired session: its record and cells go."""
