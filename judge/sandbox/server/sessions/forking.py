@@ -15,13 +15,13 @@ or without Landlock's scopes (ABI 6), there is no process fork: `fork_live` retu
 from __future__ import annotations
 
 import os
-import re
 import signal
 import socket
 import stat
 import time
 from typing import Any
 
+from judge.sandbox.kernel.procmaps import shared_mappings
 from judge.sandbox.lazylog import get_logger
 from judge.sandbox.server.sessions.cgroup import Groups
 from judge.sandbox.server.sessions.primed import Primed
@@ -53,7 +53,7 @@ def plan(pid: int, workdir: str) -> dict[str, Any]:
             reopen.append((fd, os.path.relpath(target, workdir), info.get('flags', 0), info.get('pos', 0)))
         elif not (stat.S_ISCHR(st.st_mode) and _device(st) in _DEVICES):
             close.append(fd)
-    return {'reopen': reopen, 'close': close, 'maps': _shared_maps(pid)}
+    return {'reopen': reopen, 'close': close, 'maps': shared_mappings(pid)}
 
 
 def _device(st: os.stat_result) -> tuple[int, int]:
@@ -68,19 +68,6 @@ def _fdinfo(pid: int, fd: int) -> dict[str, int]:
             if key in ('pos', 'flags'):
                 found[key] = int(value.strip(), 8 if key == 'flags' else 10)
     return found
-
-
-_SHARED = re.compile(rb'^([0-9a-f]+)-([0-9a-f]+) ([r-])([w-])([x-])s', re.MULTILINE)
-"""A line of ``/proc/<pid>/maps`` whose mapping is shared (a scan in C: a sympy process maps a thousand)."""
-
-
-def _shared_maps(pid: int) -> list[tuple[int, int, int]]:
-    with open(f'/proc/{pid}/maps', 'rb') as f:
-        data = f.read()
-    return [
-        (int(low, 16), int(high, 16), (r == b'r') | (w == b'w') << 1 | (x == b'x') << 2)
-        for low, high, r, w, x in _SHARED.findall(data)
-    ]
 
 
 def fork_live(parent: Live, sids: list[str], spaces: Spaces, groups: Groups, scoped: bool) -> list[Live | None]:
@@ -276,7 +263,7 @@ def check_child(child: Live, own: set[tuple[int, int]]) -> bool:
         if stat.S_ISCHR(st.st_mode) and _device(st) in _DEVICES:
             continue
         return False
-    return not _shared_maps(child.pid)
+    return not shared_mappings(child.pid)
 
 
 def check_parent(parent: Live, given: set[tuple[int, int]]) -> bool:
