@@ -13,9 +13,11 @@ from fastapi.exceptions import RequestValidationError
 from api import access, judge_tests, metrics, metrics_scrape, routes, sessions
 from api.backpressure import BodyLimit, InFlight
 from api.deps import Gateway
-from api.doors import judge0, piston, sandboxfusion
-from api.doors.judge0_models import validation_answer as judge0_errors
-from api.doors.piston_common import validation_answer
+from api.doors.judge0 import routes as judge0
+from api.doors.judge0.models import validation_answer as judge0_errors
+from api.doors.piston import routes as piston
+from api.doors.piston.stages import validation_answer
+from api.doors.sandboxfusion import routes as sandboxfusion
 from api.errors import validation_error
 from api.table import submit_paths, submit_routes
 from judge import procname

@@ -22,9 +22,9 @@ from typing import Any
 
 from fastapi import APIRouter, Response
 
-from api.doors.judge0_models import BatchAnswer, SubmissionAnswer
-from api.doors.piston_models import ExecuteResponse
-from api.doors.sandboxfusion_models import RunCodeResponse, RunJupyterResponse
+from api.doors.judge0.models import BatchAnswer, SubmissionAnswer
+from api.doors.piston.models import ExecuteResponse
+from api.doors.sandboxfusion.models import RunCodeResponse, RunJupyterResponse
 from judge.contracts import (
     BatchJudgeResult,
     BatchJudgeTestsResult,

@@ -17,7 +17,9 @@ from fastapi import FastAPI
 from api import judge_tests, routes
 from api.backpressure import BodyLimit, InFlight
 from api.deps import Gateway
-from api.doors import judge0, piston, sandboxfusion
+from api.doors.judge0 import routes as judge0
+from api.doors.piston import routes as piston
+from api.doors.sandboxfusion import routes as sandboxfusion
 from api.table import Shape, submit_paths, submit_routes
 from judge.contracts import RunPayload
 from judge.results import internal_error

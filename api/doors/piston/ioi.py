@@ -37,7 +37,9 @@ from fastapi import Request, Response
 
 from api.deps import Gateway
 from api.doors.common import json_answer, verdict_of
-from api.doors.piston_common import (
+from api.doors.piston.models import ExecuteRequest
+from api.doors.piston.runtimes import Runtime
+from api.doors.piston.stages import (
     BadRequest,
     checker_code,
     compile_stage,
@@ -46,8 +48,6 @@ from api.doors.piston_common import (
     package_verdict,
     run_one,
 )
-from api.doors.piston_models import ExecuteRequest
-from api.doors.piston_runtimes import Runtime
 from api.table import SubmitRoute
 from judge import workfiles
 from judge.contracts import MANAGER_MAX_PROCESSES, ManagerDict, ResultDict, RunPayload, Verdict, new_id

@@ -17,7 +17,7 @@ from datetime import UTC, datetime
 from typing import Any
 
 from api.doors.common import infra, toolchains, usage, verdict_of
-from api.doors.judge0_models import LANGUAGES, STATUSES
+from api.doors.judge0.models import LANGUAGES, STATUSES
 from api.doors.semver import show
 from judge.contracts import ResultDict, Verdict
 

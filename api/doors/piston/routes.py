@@ -8,7 +8,7 @@ judge's limits.  The answer has Piston's stages: ``compile`` for compiled langua
 error ``run`` repeats it, as Piston does), and ``run`` with ``stdout``, ``stderr``, ``output``,
 ``code``, ``signal``, ``message``, ``status`` (``RE``, ``SG``, ``TO``, ``OL``), ``memory`` (bytes),
 ``cpu_time`` and ``wall_time`` (ms).  A job in a Codeforces language follows open-r1's Codeforces
-package (`api.doors.piston_codeforces`).
+package (`api.doors.piston.codeforces`).
 
 Errors: a request Piston would refuse gets its 400 ``{"message"}``; back-pressure 429 (with
 ``Retry-After``); a job the infrastructure could not run, or that was still queued at the lane's
@@ -23,11 +23,12 @@ from typing import Any
 from fastapi import APIRouter, Request, Response
 
 from api.deps import GatewayDep
-from api.doors import piston_codeforces, piston_ioi
 from api.doors.common import json_answer, toolchains, verdict_of
-from api.doors.piston_common import BadRequest, bad_request, compile_stage, job_files, limits, run_one, run_stage
-from api.doors.piston_models import ExecuteRequest, PackageRequest
-from api.doors.piston_runtimes import CMS_IOI, PACKAGES, PLAIN, Runtime, Runtimes
+from api.doors.piston.codeforces import Job as CodeforcesJob
+from api.doors.piston.ioi import Job as IoiJob
+from api.doors.piston.models import ExecuteRequest, PackageRequest
+from api.doors.piston.runtimes import CMS_IOI, PACKAGES, PLAIN, Runtime, Runtimes
+from api.doors.piston.stages import BadRequest, bad_request, compile_stage, job_files, limits, run_one, run_stage
 from api.doors.semver import show
 from api.table import Endpoint, Shape, SubmitRoute, add_route
 from judge import workfiles
@@ -79,10 +80,10 @@ def _execute(route: SubmitRoute) -> Endpoint:
         version = show(runtimes.version(runtime))
         try:
             if runtime.package == CMS_IOI:
-                ioi = piston_ioi.Job.of(body, runtime)
+                ioi = IoiJob.of(body, runtime)
                 return await ioi.judge(gateway, request, route, version)
             if runtime.package:
-                job = piston_codeforces.Job.of(body, runtime)
+                job = CodeforcesJob.of(body, runtime)
                 return await job.judge(gateway, request, route, version)
             payload = plain_payload(body, runtime)
         except BadRequest as exc:

@@ -1,4 +1,4 @@
-"""Piston v2's execute request, as its clients send it (`api.doors.piston`).
+"""Piston v2's execute request, as its clients send it (`api.doors.piston.routes`).
 
 Names and units are Piston's (``api/src/api/v2.js``): timeouts and CPU times in milliseconds, memory in
 bytes (``-1``: none).  A request Piston would refuse is refused with Piston's own answer, HTTP 400

@@ -1,4 +1,4 @@
-"""SandboxFusion's request and response models, as its clients send and read them (`api.doors.sandboxfusion`).
+"""SandboxFusion's request and response models, as its clients send and read them (`api.doors.sandboxfusion.routes`).
 
 Field names, defaults and enum values follow SandboxFusion's server (``sandbox/server/sandbox_api.py``,
 ``sandbox/runners/types.py``); ``language`` lists only the languages this judge runs

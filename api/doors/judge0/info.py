@@ -11,8 +11,8 @@ from fastapi import Response
 
 from api.deps import GatewayDep
 from api.doors.common import json_answer, toolchains
-from api.doors.judge0_models import LANGUAGES, STATUSES, VERSION, error
-from api.doors.judge0_render import name_of
+from api.doors.judge0.models import LANGUAGES, STATUSES, VERSION, error
+from api.doors.judge0.render import name_of
 from judge.settings import Settings
 
 MAX_BATCH = 100

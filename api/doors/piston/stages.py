@@ -1,5 +1,5 @@
-"""What the Piston door's plain jobs (`api.doors.piston`) and open-r1's packages (`api.doors.piston_codeforces`,
-`api.doors.piston_ioi`) share: Piston's refusal, its stages (``compile``, ``run``) built from the judge's
+"""What the Piston door's plain jobs (`api.doors.piston.routes`) and open-r1's packages (`api.doors.piston.codeforces`,
+`api.doors.piston.ioi`) share: Piston's refusal, its stages (``compile``, ``run``) built from the judge's
 results, the packages' ``run`` stage, a job's files and limits, and its answers to refusals and
 infrastructure failures."""
 
@@ -14,7 +14,7 @@ from fastapi import Request, Response
 
 from api.deps import Gateway
 from api.doors.common import Refused, infra, json_answer, run, usage, verdict_of
-from api.doors.piston_models import ExecuteRequest
+from api.doors.piston.models import ExecuteRequest
 from api.table import SubmitRoute
 from judge import workfiles
 from judge.contracts import ResultDict, RunPayload, Verdict

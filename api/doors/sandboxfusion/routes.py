@@ -26,8 +26,8 @@ from fastapi import APIRouter, Request, Response
 
 from api.deps import GatewayDep
 from api.doors.common import Refused, fetched, infra, json_answer, run, verdict_of
-from api.doors.jupyter import driver, parse_report
-from api.doors.sandboxfusion_models import (
+from api.doors.sandboxfusion.jupyter import driver, parse_report
+from api.doors.sandboxfusion.models import (
     SF_LANGUAGES,
     CommandRunStatus,
     RunCodeRequest,

@@ -29,7 +29,9 @@ from fastapi import Request, Response
 
 from api.deps import Gateway
 from api.doors.common import fetched, json_answer, verdict_of
-from api.doors.piston_common import (
+from api.doors.piston.models import ExecuteRequest
+from api.doors.piston.runtimes import Runtime
+from api.doors.piston.stages import (
     BadRequest,
     checker_code,
     compile_stage,
@@ -38,8 +40,6 @@ from api.doors.piston_common import (
     package_verdict,
     run_one,
 )
-from api.doors.piston_models import ExecuteRequest
-from api.doors.piston_runtimes import Runtime
 from api.table import SubmitRoute
 from judge import workfiles
 from judge.checker import get_checker

@@ -8,7 +8,7 @@ full`` when the judge is full), answered ``{"token"}``, and run in the backgroun
 (`api.submit.submit_later`).  A batch runs as one request on the tests lane (batch priority, the long
 deadline).  Every submission is kept in Redis under its token for ``JUDGE_DOOR_RESULT_TTL_S``
 (`judge.transport.gateway.records`), so ``GET`` finds it from any gateway process; statuses and fields:
-`api.doors.judge0_render`.
+`api.doors.judge0.render`.
 """
 
 from __future__ import annotations
@@ -25,10 +25,10 @@ from pydantic import ValidationError
 
 from api.deps import Gateway, GatewayDep
 from api.doors.common import Refused, json_answer, run, toolchains
-from api.doors.judge0_info import about, config_info, language, languages, max_batch, statuses
-from api.doors.judge0_models import BatchRequest, Refusal, SubmissionRequest, error
-from api.doors.judge0_models import refusal as refuse
-from api.doors.judge0_render import name_of, now, outcome, parse_fields, render
+from api.doors.judge0.info import about, config_info, language, languages, max_batch, statuses
+from api.doors.judge0.models import BatchRequest, Refusal, SubmissionRequest, error
+from api.doors.judge0.models import refusal as refuse
+from api.doors.judge0.render import name_of, now, outcome, parse_fields, render
 from api.submit import submit_later
 from api.table import Endpoint, Shape, SubmitRoute, add_route
 from judge.contracts import ResultDict, RunPayload

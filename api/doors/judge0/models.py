@@ -1,4 +1,4 @@
-"""Judge0 CE's submission request, languages and statuses, as its clients use them (`api.doors.judge0`).
+"""Judge0 CE's submission request, languages and statuses, as its clients use them (`api.doors.judge0.routes`).
 
 Field names and units are Judge0's (``app/models/submission.rb``): seconds for times, kilobytes for
 memory.  Language ids are Judge0 CE 1.13.1's for the judge's eight languages.  A request Judge0 would

@@ -4,7 +4,7 @@ runs on, and its version; resolution of a request's ``language`` and ``version``
 
 The plain languages report the judge's toolchain versions (`api.doors.common.toolchains`).  The
 Codeforces package (version 1.0.0, open-r1's ``codeforces``) adds the Codeforces language names
-(`api.doors.piston_codeforces`).
+(`api.doors.piston.codeforces`).
 """
 
 from __future__ import annotations
@@ -71,7 +71,7 @@ PACKAGED = (
     Runtime('cms', ('cms_ioi',), 'cpp', CMS_IOI, CMS_IOI, True),
 )
 """open-r1's Codeforces package (every C++ dialect compiles as the judge's C++, gnu++17; no Kotlin) and
-its IOI package (``cms_ioi``, `api.doors.piston_ioi`)."""
+its IOI package (``cms_ioi``, `api.doors.piston.ioi`)."""
 PACKAGES = {CODEFORCES: PACKAGE_VERSION, CMS_IOI: PACKAGE_VERSION}
 
 
