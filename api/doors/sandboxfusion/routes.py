@@ -55,11 +55,18 @@ def _limits(payload: RunPayload, time_s: float, memory_mb: int) -> RunPayload:
 
 def code_payload(body: RunCodeRequest) -> RunPayload:
     """The submission of a ``/run_code`` request."""
+    return _payload(body, SF_LANGUAGES[body.language], body.code, body.stdin, body.run_timeout)
+
+
+def _payload(
+    body: RunCodeRequest | RunJupyterRequest, language: str, source: str, stdin: str | None, time_s: float
+) -> RunPayload:
+    """One submission running ``source``, with the request's files, fetched files and limits."""
     payload: RunPayload = {
         'sub_id': new_id(),
-        'type': SF_LANGUAGES[body.language],
-        'solution': body.code,
-        'input': body.stdin,
+        'type': language,
+        'solution': source,
+        'input': stdin,
         'expected_output': None,
         'full': True,
     }
@@ -67,7 +74,7 @@ def code_payload(body: RunCodeRequest) -> RunPayload:
         payload['files'] = body.work_files()
     if body.fetch_files:
         payload['fetch'] = list(body.fetch_files)
-    return _limits(payload, body.run_timeout, body.memory_limit_MB)
+    return _limits(payload, time_s, body.memory_limit_MB)
 
 
 def _base() -> dict[str, Any]:
@@ -157,19 +164,7 @@ def jupyter_answer(result: ResultDict, marker: str, n: int) -> dict[str, Any]:
 def _run_jupyter(route: SubmitRoute) -> Endpoint:
     async def endpoint(body: RunJupyterRequest, gateway: GatewayDep, request: Request) -> Response:
         source, marker = driver(body.cells, body.cell_timeout)
-        payload: RunPayload = {
-            'sub_id': new_id(),
-            'type': 'python',
-            'solution': source,
-            'input': None,
-            'expected_output': None,
-            'full': True,
-        }
-        if body.files:
-            payload['files'] = body.work_files()
-        if body.fetch_files:
-            payload['fetch'] = list(body.fetch_files)
-        payload = _limits(payload, body.total_timeout, body.memory_limit_MB)
+        payload = _payload(body, 'python', source, None, body.total_timeout)
         result = await _answered(gateway, request, route, payload)
         return result if isinstance(result, Response) else json_answer(jupyter_answer(result, marker, len(body.cells)))
 

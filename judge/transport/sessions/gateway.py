@@ -156,13 +156,12 @@ class SessionGateway:
             raise SessionError(409, f'session {sid} is busy')
         try:
             count = await self.store.count(sid)
-            made = list(children)
             extra = {'parent': sid, 'forked_at': str(count), 'built': '1'}
             spec = json.loads(record.get('spec') or '{}')
-            if taken := await self.store.create_many(made, spec, record.get('node') or '', extra):
+            if taken := await self.store.create_many(children, spec, record.get('node') or '', extra):
                 raise SessionError(409, f'session {taken[0]} exists')
-            await self.store.copy_cells(sid, made, record)
-            answer = await self._send(sid, 'fork', {'children': made}, wait_s)
+            await self.store.copy_cells(sid, children, record)
+            answer = await self._send(sid, 'fork', {'children': children}, wait_s)
             await self.store.touch(sid, record)
         finally:
             await self.store.unlock(sid, token)
