@@ -111,16 +111,16 @@ def test_one_cell_at_a_time(host: SessionClient) -> None:
     create(host, 'serial', kind='lean')
     value(host, 'serial', 'log = []')
     other = SessionClient(host.config, worker_pid=os.getpid())
-    results: list[object] = []
+    results: dict[str, object] = {}
 
     def second() -> None:
-        results.append(cell(other, 'serial', 'log.append("b"); list(log)')[0]['value'])
+        results['second'] = cell(other, 'serial', 'log.append("b"); list(log)')[0]['value']
 
-    first = threading.Thread(
-        target=lambda: results.append(
-            cell(host, 'serial', 'import time\nlog.append("a")\ntime.sleep(0.5)\nlist(log)')[0]['value']
-        )
-    )
+    def first_cell() -> None:
+        code = 'import time\nlog.append("a")\ntime.sleep(0.5)\nlist(log)'
+        results['first'] = cell(host, 'serial', code)[0]['value']
+
+    first = threading.Thread(target=first_cell)
     first.start()
     time.sleep(0.1)
     thread = threading.Thread(target=second)
@@ -128,7 +128,9 @@ def test_one_cell_at_a_time(host: SessionClient) -> None:
     first.join()
     thread.join()
     other.close()
-    assert results == ["['a']", "['a', 'b']"]
+    # The second cell waited for the first: the first never saw "b", the second saw both.
+    # (Which thread records its answer first is up to the scheduler, so answers are keyed.)
+    assert results == {'first': "['a']", 'second': "['a', 'b']"}
 
 
 def test_idle_sessions_expire() -> None:
