@@ -60,8 +60,15 @@ def test_a_template_that_hides_sympy_runs_in_the_scientific_parent(slot: SlotCli
     program = rstar_shape('import sympy as sp\nx = sp.symbols("x")\nsp.solve(x**2 - 5*x + 6, x)')
     first = run(slot, program)
     assert first.exit_code == 0 and first.stdout == b'[2, 3]\n', first
-    assert first.parent == 'scientific'
+    assert (first.parent, first.upgraded) == ('scientific', False), 'its base64 payload shows sympy: no second start'
     assert same(first, fresh(slot, program))
+
+
+def test_a_template_whose_payload_needs_no_scientific_package_stays_lean(slot: SlotClient) -> None:
+    for n in range(4):  # the template's shape has needed the scientific parent lately
+        assert run(slot, rstar_shape(f'import numpy as np\nint(np.arange({n}).sum())')).parent == 'scientific'
+    plain = [run(slot, rstar_shape(f'print(sum(range({n})))')) for n in range(8)]
+    assert [(r.parent, r.stdout) for r in plain] == [('lean', f'{n * (n - 1) // 2}\n'.encode()) for n in range(8)]
 
 
 @pytest.mark.parametrize(

@@ -23,7 +23,7 @@ from collections.abc import Callable
 from judge.sandbox.errors import ZygoteLost
 from judge.sandbox.lazylog import get_logger
 from judge.sandbox.server.execute import Spare
-from judge.sandbox.server.shapes import Shapes
+from judge.sandbox.server.shapes import Shapes, shown_payloads
 from judge.sandbox.server.zygotes import Zygote
 from judge.sandbox.zygote.prepare import SCIENTIFIC_NAMES, uses_scientific
 from judge.sandbox.zygote.upgrade import OBSERVE, OFFER
@@ -204,12 +204,15 @@ class WarmParents:
         """Whether programs without imports go to a bare parent (not when the lean one preloads nothing)."""
         self.shapes = Shapes()
         """Which sources that hide their imports turned out to need the scientific parent."""
+        self._shown: tuple[str, str] = ('', '')
+        """The last source `choose` scanned and what its payloads showed (`shown_payloads`)."""
 
     def choose(self, source: str | None, asked: object = None) -> tuple[str, bool]:
         """The kind of parent a request needs, and whether exactly that one (``asked``: the request's
         ``parent``; `ValueError` for one this slot does not have).
 
-        Warm Python goes to the scientific parent when it mentions a package that parent preloads or
+        Warm Python goes to the scientific parent when it, or the text its base64 payloads decode to
+        (`judge.sandbox.server.shapes.shown_payloads`), mentions a package that parent preloads or
         that builds on them (`judge.sandbox.zygote.prepare.uses_scientific`); else, when ``import`` appears
         nowhere in it (not even ``__import__`` or in a comment), to the bare parent, which any other
         child may stand in for (the program sees fewer preloaded modules there, never more); else to
@@ -228,8 +231,10 @@ class WarmParents:
             return str(asked), True
         if source is None:
             return LEAN, False
-        if self.scientific_names and uses_scientific(source, self.scientific_names):
-            return self._when_ready(SCIENTIFIC)
+        if self.scientific_names:
+            self._shown = (source, shown_payloads(source))
+            if uses_scientific(source, self.scientific_names) or uses_scientific(self._shown[1], self.scientific_names):
+                return self._when_ready(SCIENTIFIC)
         if self.bare and 'import' not in source:
             return self._when_ready(BARE)
         return LEAN, True
@@ -238,12 +243,14 @@ class WarmParents:
         """For warm Python the scan sent to the lean or bare parent (``kind``): where it starts, and the
         plan for its first lookup of a scientific package (`judge.sandbox.zygote.upgrade`): ``OFFER`` the
         scientific parent when it is ready; else ``OBSERVE``; a program whose shape needed it lately
-        starts there instead (`judge.sandbox.server.shapes`)."""
+        starts there instead (`judge.sandbox.server.shapes`), unless its payloads showed its code
+        (which names no scientific package: that program most likely needs none)."""
         if not self.scientific_names:
             return kind, 0
         if not self.lineage(SCIENTIFIC).ready():
             return kind, OBSERVE
-        if self.shapes.guess_scientific(source):
+        shown = self._shown[1] if self._shown[0] is source else shown_payloads(source)
+        if not shown and self.shapes.guess_scientific(source):
             return SCIENTIFIC, 0
         return kind, OFFER
 

@@ -1,9 +1,13 @@
-"""Which warm parent a program needs when its source does not show it: learned from its shape.
+"""Which warm parent a program needs when its source does not show it: from the payloads it carries
+encoded, else learned from its shape.
 
 The source scan (`judge.sandbox.server.parents.WarmParents.choose`) sees imports that are written
-out.  A program that hides them (a client's template running base64 text through ``exec``) goes to
-the lean or bare parent with the offer to move to the scientific one (`judge.sandbox.zygote.upgrade`),
-which costs the first attempt's start.  Programs of one template share their first lines, so
+out.  Clients' templates carry the model's code encoded (rStar2-Agent's runs base64 text through
+``exec``), so the scan also reads every base64 payload of the source (`shown_payloads`: any run of the
+base64 alphabet that decodes to UTF-8 text, whatever the template around it).  A program that still
+hides its imports (a computed ``importlib.import_module``, another encoding) goes to the lean or
+bare parent with the offer to move to the scientific one (`judge.sandbox.zygote.upgrade`), which
+costs the first attempt's start.  Programs of one template share their first lines, so
 `Shapes` remembers, per *shape* (the first `PREFIX_CHARS` characters of the source), how often
 recent programs took the offer; when most of them did, the next one of that shape starts in the
 scientific parent directly.  One in `EXPLORE_EVERY` of those still starts where the scan says, with
@@ -16,6 +20,9 @@ exit), never an answer.  The memory is the slot server's, lost with it; at most 
 
 from __future__ import annotations
 
+import binascii
+import re
+
 PREFIX_CHARS = 240
 """How much of the start of a source makes its shape (a template's header, not the model's code)."""
 MAX_SHAPES = 512
@@ -23,6 +30,42 @@ EXPLORE_EVERY = 8
 WEIGHT = 0.5
 """Weight of the newest observation in a shape's running share of programs that took the offer."""
 THRESHOLD = 0.6
+
+
+MIN_PAYLOAD_CHARS = 12
+"""Shorter base64-looking runs (identifiers, hex digests) are not read as payloads."""
+MAX_PAYLOAD_CHARS = 1 << 20
+"""At most this much base64 text is decoded per source (the rest stays unread)."""
+_PAYLOAD = re.compile(r'[A-Za-z0-9+/_-]{' + str(MIN_PAYLOAD_CHARS) + r',}={0,2}')
+_URLSAFE = str.maketrans('-_', '+/')
+
+
+def shown_payloads(source: str, depth: int = 2) -> str:
+    """The text that the base64 payloads of ``source`` decode to (standard or URL-safe alphabet,
+    padded or not; only runs that decode to UTF-8 text), a line each, and the payloads found in
+    those, ``depth`` levels down; empty when there is none.  A source that does not mention ``64``
+    (``b64decode``, ``a2b_base64``, the ``base64`` codec) is not searched: it cannot decode any."""
+    if '64' not in source:
+        return ''
+    found: list[str] = []
+    budget = MAX_PAYLOAD_CHARS
+    for match in _PAYLOAD.finditer(source):
+        run = match.group()
+        if len(run) > budget:
+            break
+        budget -= len(run)
+        run = run.translate(_URLSAFE).rstrip('=')
+        try:
+            text = binascii.a2b_base64(run + '=' * (-len(run) % 4), strict_mode=True).decode()
+        except (binascii.Error, ValueError):  # not base64, or not text (UnicodeDecodeError is a ValueError)
+            continue
+        found.append(text)
+    shown = '\n'.join(found)
+    if shown and depth > 1:
+        deeper = shown_payloads(shown, depth - 1)
+        if deeper:
+            shown += '\n' + deeper
+    return shown
 
 
 class _Shape:

@@ -3,8 +3,13 @@ scan of its imports and the choice while a parent starts (pure logic, no process
 
 from __future__ import annotations
 
+import base64
+
 from judge.sandbox.server.parents import WarmParents
+from judge.sandbox.server.shapes import shown_payloads
 from judge.sandbox.zygote.prepare import SCIENTIFIC_NAMES, uses_scientific
+from judge.sandbox.zygote.upgrade import OFFER
+from toolkit.bench.templates import rstar_shape
 
 
 def test_the_scan_picks_scientific_for_the_stack_and_lean_otherwise() -> None:
@@ -38,3 +43,34 @@ def test_the_parent_is_chosen_by_the_source_and_stands_in_while_one_starts() -> 
     no_preload = WarmParents(lambda kind: _Started(), bare=False)  # type: ignore[arg-type,return-value]
     assert no_preload.choose('print(1)') == ('lean', True), 'a lean parent that preloads nothing is the bare one'
     assert no_preload.choose('print(1)', 'bare') == ('lean', True)
+
+
+def test_payloads_encoded_in_base64_are_read_whatever_the_template() -> None:
+    code = 'import sympy as sp\nprint(sp.factorint(360))'
+    inner = base64.b64encode(f'exec(base64.b64decode("{base64.b64encode(code.encode()).decode()}"))'.encode())
+    assert (
+        shown_payloads(f'import base64\nexec(base64.b64decode("{base64.b64encode(code.encode()).decode()}"))') == code
+    )
+    url_safe = base64.urlsafe_b64encode(code.encode() + b'\n# ~~??').decode().rstrip('=')
+    assert shown_payloads(f'import base64\ns = "{url_safe}"') == code + '\n# ~~??', 'URL-safe, unpadded'
+    assert code in shown_payloads(f'import base64\nexec(base64.b64decode({inner!r}))'), 'a payload in a payload'
+    not_text = base64.b64encode(bytes(range(128, 256))).decode()
+    assert shown_payloads(f'x = "{not_text}"  # base64') == '', 'bytes that are not UTF-8 text'
+    assert shown_payloads('a_very_long_identifier_name = other_long_identifier_name64') == ''
+    bare = base64.b64encode(b'import numpy').decode()
+    assert '64' not in bare and shown_payloads(f'x = "{bare}"  # b64') == 'import numpy'
+    assert shown_payloads(f'x = "{bare}"') == '', 'a source that never says 64 decodes nothing'
+
+
+def test_a_template_carrying_scientific_code_in_base64_starts_in_the_scientific_parent() -> None:
+    parents = WarmParents(lambda kind: _Started(), scientific=['sympy', 'numpy'])  # type: ignore[arg-type,return-value]
+    parents.lineage('scientific').start_background()
+    math, plain = rstar_shape('import sympy as sp\nsp.sqrt(8)'), rstar_shape('print(sum(range(10)))')
+    assert parents.choose(math) == ('scientific', False)
+    assert parents.choose(plain) == ('lean', True)
+    hidden = plain.replace('base64.b64decode', 'bytes.fromhex').replace('64', '')
+    for _ in range(4):  # both shapes have needed the scientific parent lately...
+        parents.shapes.learn(plain, True)
+        parents.shapes.learn(hidden, True)
+    assert parents.hidden_imports(plain, 'lean') == ('lean', OFFER), '...but this payload shows no need of it'
+    assert parents.hidden_imports(hidden, 'lean') == ('scientific', 0), 'no payload to read: the shape decides'
