@@ -6,12 +6,15 @@ Four kinds of program, each answer checked:
 * ``math_wrapped``: the same code inside rStar2-Agent's template shape (`toolkit.bench.templates`):
   standard-module imports, the code base64-encoded, run through ``exec``;
 * ``trivial_plain``: ``print(sum(range(i)))`` for varying ``i``;
-* ``trivial_wrapped``: the same, wrapped.
+* ``trivial_wrapped``: the same, wrapped;
+* ``mixed_plain``, ``mixed_wrapped``: math and trivial calls alternated in one phase, as a trajectory's
+  tool calls come (one template for both: its shape says nothing of which needs sympy).
 
-After a warm-up (every slot's scientific parent started), ``--rounds`` rounds each run the four phases
+After a warm-up (every slot's scientific parent started), ``--rounds`` rounds each run the six phases
 of ``--n`` calls, the order of plain and wrapped swapped every round, so a shared machine's drift falls
 on both.  Reports per kind the median rate over the rounds (and with ``--cpu`` the stack's CPU per
-call), and the median over rounds of each round's wrapped / plain ratio, for math and trivial calls.
+call), and the median over rounds of each round's wrapped / plain ratio, for math, trivial and mixed
+calls.
 """
 
 from __future__ import annotations
@@ -26,15 +29,22 @@ from toolkit.client import JudgeClient
 
 __all__ = ['KINDS', 'cases_of', 'wrapped_scenario']
 
-KINDS = ('math_plain', 'math_wrapped', 'trivial_plain', 'trivial_wrapped')
+GROUPS = ('math', 'trivial', 'mixed')
+KINDS = tuple(f'{group}_{form}' for group in GROUPS for form in ('plain', 'wrapped'))
+
+
+def _trivial_case(i: int) -> tuple[str, str]:
+    return f'print(sum(range({i})))', str(i * (i - 1) // 2)
 
 
 def cases_of(kind: str, n: int) -> list[tuple[str, str]]:
     """``n`` programs of ``kind`` with their expected stdout."""
     if kind.startswith('math'):
         base = [math_case(i) for i in range(n)]
+    elif kind.startswith('mixed'):
+        base = [math_case(i // 2) if i % 2 == 0 else _trivial_case(i) for i in range(n)]
     else:
-        base = [(f'print(sum(range({i})))', str(i * (i - 1) // 2)) for i in range(n)]
+        base = [_trivial_case(i) for i in range(n)]
     if kind.endswith('wrapped'):
         return [(rstar_shape(code), want) for code, want in base]
     return base
@@ -48,7 +58,7 @@ async def wrapped_scenario(client: JudgeClient, args: argparse.Namespace) -> dic
     await run_phase(client, warm, args)  # each kind once per slot, unmeasured
     rounds: list[dict[str, dict[str, Any]]] = []
     for r in range(max(1, args.rounds)):
-        order = KINDS if r % 2 == 0 else ('math_wrapped', 'math_plain', 'trivial_wrapped', 'trivial_plain')
+        order = KINDS if r % 2 == 0 else tuple(f'{group}_{form}' for group in GROUPS for form in ('wrapped', 'plain'))
         rounds.append({kind: await run_phase(client, cases_of(kind, args.n), args) for kind in order})
     out: dict[str, Any] = {
         'n': args.n,
@@ -65,7 +75,7 @@ async def wrapped_scenario(client: JudgeClient, args: argparse.Namespace) -> dic
                 name: round(statistics.median(r[kind]['cpu_ms_by_kind'].get(name, 0.0) for r in rounds), 3)
                 for name in names
             }
-    for what in ('math', 'trivial'):
+    for what in GROUPS:
         ratios = [r[f'{what}_wrapped']['per_s'] / r[f'{what}_plain']['per_s'] for r in rounds]
         out[f'ratio_{what}_wrapped_vs_plain'] = statistics.median(ratios)
         out[f'ratio_{what}_wrapped_vs_plain_rounds'] = [round(x, 3) for x in ratios]
