@@ -29,9 +29,36 @@ PACKAGE_ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.dirname(o
 BARE_RUN = 4
 """Consecutive programs without imports after which the next spares come from the bare parent (a
 lean program then finds a bare spare and has it replaced: in a mixed stream lean spares serve all)."""
+MISS_LIMIT = 0.5
+"""When more than this share of recent requests found the spare forked ahead of them of the wrong kind
+(a stream alternating between parents), spares are forked when their request comes instead of ahead:
+a wrong spare costs its fork, set-up and exit for nothing.  The guess is still scored meanwhile, so
+forking ahead resumes when the stream settles."""
+MISS_WEIGHT = 0.125
+"""Weight of the newest request in the running share of misses."""
 SETTLE_S = 3.0
 """How long the end of an execution may take to kill and reap all its processes before the slot is
 declared broken (and the server exits to be replaced)."""
+
+
+class SpareGuess:
+    """How often the kind of spare forked ahead suited the request that came (`MISS_LIMIT`)."""
+
+    def __init__(self) -> None:
+        self.misses = 0.0
+        """Running share of requests the spare forked (or not forked) ahead of them did not suit."""
+        self.held_back = False
+        """Whether the slot was left without a spare for the next request."""
+
+    def fork_ahead(self) -> bool:
+        """Whether to fork the next spare now; if not, the next request scores the guess all the same."""
+        self.held_back = self.misses > MISS_LIMIT
+        return not self.held_back
+
+    def score(self, missed: bool) -> None:
+        """A request found the guessed kind of spare (or would have) wrong or right."""
+        self.misses += MISS_WEIGHT * ((1.0 if missed else 0.0) - self.misses)
+        self.held_back = False
 
 
 class SlotLife:
@@ -54,6 +81,7 @@ class SlotLife:
         """The kind of the next spare: that of the last Python program (`note_program`, `refill`)."""
         self._bare_run = 0
         """Python programs without imports in a row (`note_program`)."""
+        self.guess = SpareGuess()
         self.parents = WarmParents(
             self._start_zygote,
             int(config.get('renew_execs', RENEW_EXECS)),
@@ -87,8 +115,12 @@ class SlotLife:
         raise AssertionError('unreachable')
 
     def _take_spare(self, kind: str = LEAN, exact: bool = False) -> Spare:
-        """The waiting spare if it suits ``kind`` (`_suits`), else a new one of ``kind``."""
+        """The waiting spare if it suits ``kind`` (`_suits`), else a new one of ``kind``; a request's
+        first spare scores the guess that chose its kind (`SpareGuess`)."""
         spare, self.spare = self.spare, None
+        if spare is not None or self.guess.held_back:
+            guessed = self.spare_kind if spare is not None else self.next_kind
+            self.guess.score(not self._suits(guessed, kind, exact))
         if spare is not None and self._suits(self.spare_kind, kind, exact) and spare.alive():
             return spare
         if spare is not None:
@@ -122,8 +154,9 @@ class SlotLife:
 
     def refill(self) -> None:
         """Fork the next execution's child ahead of its request (off the critical path), from the
-        parent the last Python program needed (while it is ready)."""
-        if self.spare is None:
+        parent the last Python program needed (while it is ready); not while that guess misses too
+        often (`MISS_LIMIT`)."""
+        if self.spare is None and self.guess.fork_ahead():
             lineage = self.parents.lineage(self.next_kind)
             ready = lineage.ready()
             if not ready:

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import base64
 
+from judge.sandbox.server.lifecycle import MISS_LIMIT, SpareGuess
 from judge.sandbox.server.parents import WarmParents
 from judge.sandbox.server.shapes import shown_payloads
 from judge.sandbox.zygote.prepare import SCIENTIFIC_NAMES, uses_scientific
@@ -74,3 +75,16 @@ def test_a_template_carrying_scientific_code_in_base64_starts_in_the_scientific_
         parents.shapes.learn(hidden, True)
     assert parents.hidden_imports(plain, 'lean') == ('lean', OFFER), '...but this payload shows no need of it'
     assert parents.hidden_imports(hidden, 'lean') == ('scientific', 0), 'no payload to read: the shape decides'
+
+
+def test_spares_are_forked_ahead_only_while_their_kind_is_guessed_right() -> None:
+    guess = SpareGuess()
+    assert guess.fork_ahead()
+    for _ in range(8):  # a stream alternating between parents: the spare forked ahead is the wrong one
+        guess.score(missed=True)
+    assert guess.misses > MISS_LIMIT and not guess.fork_ahead() and guess.held_back
+    rounds = 0
+    while not guess.fork_ahead():  # scored meanwhile: a steady stream brings forking ahead back
+        guess.score(missed=False)
+        rounds += 1
+    assert 1 <= rounds <= 16 and not guess.held_back
