@@ -31,6 +31,8 @@ __all__ = ['KINDS', 'cases_of', 'wrapped_scenario']
 
 GROUPS = ('math', 'trivial', 'mixed')
 KINDS = tuple(f'{group}_{form}' for group in GROUPS for form in ('plain', 'wrapped'))
+SWAPPED = tuple(f'{group}_{form}' for group in GROUPS for form in ('wrapped', 'plain'))
+"""`KINDS` with each group's wrapped phase first (every other round)."""
 
 
 def _trivial_case(i: int) -> tuple[str, str]:
@@ -58,7 +60,7 @@ async def wrapped_scenario(client: JudgeClient, args: argparse.Namespace) -> dic
     await run_phase(client, warm, args)  # each kind once per slot, unmeasured
     rounds: list[dict[str, dict[str, Any]]] = []
     for r in range(max(1, args.rounds)):
-        order = KINDS if r % 2 == 0 else tuple(f'{group}_{form}' for group in GROUPS for form in ('wrapped', 'plain'))
+        order = KINDS if r % 2 == 0 else SWAPPED
         rounds.append({kind: await run_phase(client, cases_of(kind, args.n), args) for kind in order})
     out: dict[str, Any] = {
         'n': args.n,

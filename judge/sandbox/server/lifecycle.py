@@ -118,13 +118,14 @@ class SlotLife:
         """The waiting spare if it suits ``kind`` (`_suits`), else a new one of ``kind``; a request's
         first spare scores the guess that chose its kind (`SpareGuess`)."""
         spare, self.spare = self.spare, None
-        if spare is not None or self.guess.held_back:
-            guessed = self.spare_kind if spare is not None else self.next_kind
-            self.guess.score(not self._suits(guessed, kind, exact))
-        if spare is not None and self._suits(self.spare_kind, kind, exact) and spare.alive():
-            return spare
         if spare is not None:
+            suits = self._suits(self.spare_kind, kind, exact)
+            self.guess.score(not suits)
+            if suits and spare.alive():
+                return spare
             self._discard(spare)
+        elif self.guess.held_back:
+            self.guess.score(not self._suits(self.next_kind, kind, exact))
         return self._fork_spare(kind)
 
     def _suits(self, have: str, want: str, exact: bool) -> bool:

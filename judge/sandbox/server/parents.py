@@ -232,8 +232,10 @@ class WarmParents:
         if source is None:
             return LEAN, False
         if self.scientific_names:
-            self._shown = (source, shown_payloads(source))
-            if uses_scientific(source, self.scientific_names) or uses_scientific(self._shown[1], self.scientific_names):
+            if uses_scientific(source, self.scientific_names):
+                return self._when_ready(SCIENTIFIC)
+            self._shown = (source, shown_payloads(source))  # read again by `hidden_imports`
+            if uses_scientific(self._shown[1], self.scientific_names):
                 return self._when_ready(SCIENTIFIC)
         if self.bare and 'import' not in source:
             return self._when_ready(BARE)
