@@ -14,7 +14,7 @@ import json
 import threading
 import time
 from collections.abc import Iterator
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 
 import pytest
@@ -48,8 +48,17 @@ class Server:
         self.svc.proc.kill()
         self.svc.proc.wait(10)
 
+    restarts: list[threading.Timer] = field(default_factory=list)
+
     def restart(self) -> None:
         self.svc, _ = start_redis(self.log_dir, self.port)
+
+    def restart_in(self, delay_s: float) -> None:
+        """Start Redis again on the same port after ``delay_s`` (the fixture waits for it before stopping
+        Redis: a restart still under way when a test ends would leave its Redis running)."""
+        timer = threading.Timer(delay_s, self.restart)
+        self.restarts.append(timer)
+        timer.start()
 
 
 @pytest.fixture
@@ -59,6 +68,8 @@ def server(tmp_path: Path) -> Iterator[Server]:
     try:
         yield srv
     finally:
+        for timer in srv.restarts:
+            timer.join()
         srv.svc.stop()
 
 
@@ -116,7 +127,7 @@ def test_health_counts_an_outage_and_advances_its_epoch(server: Server) -> None:
         loop = asyncio.get_running_loop()
         epoch = health.epoch
         server.kill()
-        threading.Timer(1.0, server.restart).start()
+        server.restart_in(1.0)
         back = await health.wait_until_back('refused', loop.time() + 30)
         health.count_republished(7)
         await shard.aclose()
@@ -134,7 +145,7 @@ def test_a_result_waits_for_the_broker(server: Server) -> None:
     replies = Replies(shard, ttl_s=60, hold_s=30)
     replies.push('judge:reply:held', 0, internal_error('s', 'warm-up'))  # the packed connection is held now
     server.kill()
-    threading.Timer(1.5, server.restart).start()
+    server.restart_in(1.5)
     t0 = time.monotonic()
     replies.push('judge:reply:held', 3, internal_error('s', 'computed during the outage'))
     took = time.monotonic() - t0
