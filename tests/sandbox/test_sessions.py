@@ -4,6 +4,7 @@ replay with recorded seeds, the memory budget."""
 from __future__ import annotations
 
 import os
+import subprocess
 import threading
 import time
 from collections.abc import Iterator
@@ -12,7 +13,7 @@ import pytest
 
 from judge.sandbox.sessionclient import SessionClient
 from judge.sandbox.zygote.cell import FLAG_FILE, FLAG_INTERRUPTED, FLAG_RAISED
-from tests.support.sessions import cell, open_host, read, value
+from tests.support.sessions import cell, host_config, open_host, read, value
 
 pytestmark = pytest.mark.skipif(os.getuid() != 0, reason='live sessions need root (cgroups, uids)')
 
@@ -181,3 +182,54 @@ def test_the_memory_budget_evicts_the_least_recently_used() -> None:
         assert client.request({'op': 'info', 'sid': 'new'})[0]['live']
         reply, _ = client.request({'op': 'cell', 'sid': 'old', 'code': '1'}, (b'',))
         assert reply['missing']  # the worker rebuilds it by replay (tests/integration/test_sessions.py)
+
+
+def test_a_host_whose_worker_is_gone_stops_with_its_sessions() -> None:
+    worker = subprocess.Popen(['sleep', '600'])  # stands in for the worker process the host watches
+    others = set(_children(os.getpid(), 'sessions/host.py'))  # hosts of other tests of this module
+    client = SessionClient(host_config('orphan'), worker_pid=worker.pid)
+    try:
+        client.request({'op': 'ping'})
+        outer = [pid for pid in _children(os.getpid(), 'sessions/host.py') if pid not in others]
+        host_pids = outer + [pid for parent in outer for pid in _children(parent, 'sessions/host.py')]
+        assert host_pids, 'the session host is not running'
+        create(client, 'left', kind='lean')
+        assert value(client, 'left', 'x = 1; x') == '1'
+        info, _ = client.request({'op': 'info', 'sid': 'left'})
+        procs = os.path.join(info['cgroups']['pids'], 'cgroup.procs')
+        session_pids = [int(p) for p in read(procs).split()]
+        assert session_pids, info
+    finally:
+        worker.kill()
+        worker.wait()
+    deadline = time.monotonic() + 20
+    while time.monotonic() < deadline and not all(_ended(pid) for pid in host_pids):
+        time.sleep(0.1)
+    client.close()
+    assert all(_ended(pid) for pid in host_pids), 'the session host outlived its worker'
+    assert all(_ended(pid) for pid in session_pids), 'a session outlived its host'
+
+
+def _children(parent: int, marker: str) -> list[int]:
+    """The processes whose parent is ``parent`` and whose command line holds ``marker``."""
+    found = []
+    for entry in os.listdir('/proc'):
+        try:
+            with open(f'/proc/{entry}/stat') as f:
+                ppid = int(f.read().rsplit(')', 1)[1].split()[1])
+            with open(f'/proc/{entry}/cmdline', 'rb') as f:
+                cmdline = f.read()
+        except (OSError, ValueError):
+            continue
+        if ppid == parent and marker.encode() in cmdline:
+            found.append(int(entry))
+    return found
+
+
+def _ended(pid: int) -> bool:
+    """Whether ``pid`` has exited (a zombie not yet reaped by its parent counts: here the host is ours)."""
+    try:
+        with open(f'/proc/{pid}/stat') as f:
+            return f.read().rsplit(')', 1)[1].split()[0] == 'Z'
+    except FileNotFoundError:
+        return True

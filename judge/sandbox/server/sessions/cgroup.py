@@ -96,8 +96,12 @@ class Group:
         for path in self._procs:
             try:
                 found.update(int(tok) for tok in read_text(path).split())
-            except (FileNotFoundError, ValueError):
+            except ValueError:
                 continue
+            except OSError as e:
+                if e.errno in (errno.ENOENT, errno.ENODEV):  # the cgroup is gone or going: no process left in it
+                    continue
+                raise
         found.discard(0)
         return sorted(found)
 

@@ -205,8 +205,10 @@ class Host:
         while not self.stopping:
             if self.worker_pidfd is not None and _readable(self.worker_pidfd):
                 logger.warning('the worker is gone: the session host stops')
-                self.stop()
-                os._exit(0)
+                try:
+                    self.stop()
+                finally:
+                    os._exit(0)  # whatever `stop` met: a host whose worker is gone never stays
             try:
                 self.registry.expire()
                 self.registry.refresh()
@@ -226,7 +228,10 @@ class Host:
         self.stopping = True
         for live in self.registry.all():
             self.registry.pop(live.sid)
-            self.discard(live)
+            try:
+                self.discard(live)
+            except Exception:  # the others are stopped all the same
+                logger.exception('could not stop session %s', live.sid)
         self.groups.close()
         self.parents.close()
 
