@@ -3,7 +3,7 @@ where a request comes in, so that a bad one is refused before anything runs.
 
 A path is relative to the run's work dir: ``/``-separated components, none empty, ``.`` or ``..``,
 no NUL.  Content travels as base64.  The slot server checks paths again on its side
-(`judge.sandbox.server.workdir.check_path`): it is the boundary that matters.
+(`judge.sandbox.server.files.workdir.check_path`): it is the boundary that matters.
 """
 
 from __future__ import annotations

@@ -3,8 +3,8 @@
 On a real slot (no Celery): a program the source scan sends to the lean parent that then looks up
 sympy or numpy runs again from the start in the scientific parent (`judge.sandbox.zygote.upgrade`),
 keeping nothing of its first attempt; programs of a shape that needed it lately start there
-(`judge.sandbox.server.shapes`); the statements consecutive programs start with are compiled once by
-the slot server (`judge.sandbox.server.prefixes`).  What the programs print is checked against a
+(`judge.sandbox.server.warm.shapes`); the statements consecutive programs start with are compiled once by
+the slot server (`judge.sandbox.server.warm.prefixes`).  What the programs print is checked against a
 fresh interpreter where it matters.
 """
 

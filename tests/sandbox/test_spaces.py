@@ -1,4 +1,4 @@
-"""Work spaces of the namespaces tier (`judge.sandbox.server.spaces`): one tmpfs per execution, stacked on a
+"""Work spaces of the namespaces tier (`judge.sandbox.server.files.spaces`): one tmpfs per execution, stacked on a
 holder that is unmounted every `STACK_MAX` executions whatever the programs do (counted from inside each
 execution, in its mount table), discarded spares mounting nothing; a covered tmpfs that holds much is
 emptied first (the slot's memory cgroup keeps no charge for it); every execution starts in an empty
@@ -12,7 +12,7 @@ from collections.abc import Iterator
 import pytest
 
 from judge.sandbox.client import ExecRequest, SlotClient, SlotConfig
-from judge.sandbox.server.spaces import LEFT_BYTES, STACK_MAX
+from judge.sandbox.server.files.spaces import LEFT_BYTES, STACK_MAX
 from judge.sandbox.slots import claim_slot
 from tests.support.slots import PYTHON, RUN_LIMITS
 

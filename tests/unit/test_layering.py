@@ -163,7 +163,8 @@ def test_the_process_folders_exist_and_modules_stay_small() -> None:
     folders = ['judge/worker', 'judge/transport/internals', 'judge/transport/sessions']
     folders += ['judge/transport/gateway', 'judge/transport/worker']
     folders += ['toolkit/verl', 'toolkit/rlinf', 'toolkit/evaluate', 'toolkit/bench']
-    folders += ['judge/sandbox/server', 'judge/sandbox/zygote', 'judge/sandbox/kernel']
+    folders += ['judge/sandbox/server', 'judge/sandbox/server/warm', 'judge/sandbox/server/files']
+    folders += ['judge/sandbox/zygote', 'judge/sandbox/kernel']
     for folder in folders:
         assert (ROOT / folder / '__init__.py').is_file(), folder
     for path in SOURCES:

@@ -102,7 +102,7 @@ class _Streams:
 
 
 class Spare(NamedTuple):
-    """A forked child waiting for its plan in ``workdir`` (see `judge.sandbox.server.zygotes`)."""
+    """A forked child waiting for its plan in ``workdir`` (see `judge.sandbox.server.warm.zygotes`)."""
 
     pid: int
     pidfd: int

@@ -14,8 +14,8 @@ from judge.sandbox.kernel.cpushare import SlotCpu, cpu_group_path
 from judge.sandbox.lazylog import get_logger
 from judge.sandbox.limits import Limits
 from judge.sandbox.server import mounts
-from judge.sandbox.server.cleanup import remove_entry, remove_tree
 from judge.sandbox.server.execute import ExecOutcome
+from judge.sandbox.server.files.cleanup import remove_entry, remove_tree
 from judge.sandbox.server.tiers import NS_FLAGS, child_env, choose_tier, read_paths
 from judge.sandbox.server.tiers import available_tiers as available_tiers  # re-exported: imported from here
 from judge.sandbox.zygote.child import ChildPrep
@@ -39,7 +39,7 @@ class Jail:
         self.hold_dir = os.path.join(self.work_base, 'space')
         """Where the namespaces tier mounts the small tmpfs that holds the executions' own ones."""
         self.space_dir = os.path.join(self.hold_dir, 's')
-        """Where the namespaces tier mounts each execution's own tmpfs (`judge.sandbox.server.spaces`)."""
+        """Where the namespaces tier mounts each execution's own tmpfs (`judge.sandbox.server.files.spaces`)."""
         self.shm_dir = os.path.join(self.space_dir, 'shm')
         """Where the namespaces tier's ``/dev/shm`` leads: a directory of the execution's tmpfs."""
         self.last_pid_fd = -1
@@ -88,7 +88,7 @@ class Jail:
         if self.tier in ('namespaces', 'landlock'):
             self._mount_work_tmpfs()
             private = self.tier == 'namespaces'  # its /proc and /dev/shm are the slot's own
-            # the namespaces tier's /dev/shm is a link into the work space (`judge.sandbox.server.spaces`)
+            # the namespaces tier's /dev/shm is a link into the work space (`judge.sandbox.server.files.spaces`)
             writable = [self.work_base, '/dev/null'] + ([] if private else ['/dev/shm'])
             readable = read_paths(self.extra_read) + (['/proc'] if private else [])
             self.landlock_fd = landlock.build_ruleset(readable, writable)

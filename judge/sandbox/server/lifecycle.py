@@ -1,6 +1,6 @@
 """A slot's executions before and after: the child waiting for the next request, and the clean-up.
 
-The children are forked ahead of their request by the slot's warm parents (`judge.sandbox.server.parents`,
+The children are forked ahead of their request by the slot's warm parents (`judge.sandbox.server.warm.parents`,
 fresh interpreters renewed in the background), so the slot server itself never forks again.
 
 After every execution, before anything else runs in the slot, `SlotLife.finish` kills what the
@@ -19,10 +19,10 @@ from judge.sandbox.errors import SlotUnhealthy, ZygoteLost
 from judge.sandbox.kernel import namespaces
 from judge.sandbox.lazylog import get_logger
 from judge.sandbox.server.execute import Spare, kill_process, kill_process_group, reap_orphans
+from judge.sandbox.server.files.spaces import Spaces
 from judge.sandbox.server.jail import Jail
-from judge.sandbox.server.parents import BARE, LEAN, RENEW_EXECS, RENEW_S, SCIENTIFIC, WarmParents
-from judge.sandbox.server.spaces import Spaces
-from judge.sandbox.server.zygotes import Zygote, spawn_zygote
+from judge.sandbox.server.warm.parents import BARE, LEAN, RENEW_EXECS, RENEW_S, SCIENTIFIC, WarmParents
+from judge.sandbox.server.warm.zygotes import Zygote, spawn_zygote
 
 logger = get_logger('judge.sandbox.server.lifecycle')
 PACKAGE_ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__)))))

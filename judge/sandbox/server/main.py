@@ -29,11 +29,11 @@ from judge.sandbox.lazylog import get_logger
 from judge.sandbox.limits import Limits, rlimits
 from judge.sandbox.protocol import recv_message, send_message
 from judge.sandbox.server.execute import ExecOutcome, execute
+from judge.sandbox.server.files.workdir import export_files, fetch_files, make_done_fifo, write_files
 from judge.sandbox.server.lifecycle import SlotLife
 from judge.sandbox.server.memory import slot_memory
-from judge.sandbox.server.parents import SCIENTIFIC
-from judge.sandbox.server.prefixes import Prefixes
-from judge.sandbox.server.workdir import export_files, fetch_files, make_done_fifo, write_files
+from judge.sandbox.server.warm.parents import SCIENTIFIC
+from judge.sandbox.server.warm.prefixes import Prefixes
 from judge.sandbox.zygote.upgrade import OFFER
 
 logger = get_logger('judge.sandbox.server.main')

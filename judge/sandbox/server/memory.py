@@ -15,7 +15,7 @@ from judge.sandbox.server.execute import Spare
 
 
 class Lineages(Protocol):
-    """The slot's warm parents (`judge.sandbox.server.parents.WarmParents`)."""
+    """The slot's warm parents (`judge.sandbox.server.warm.parents.WarmParents`)."""
 
     lineages: dict[str, Any]
 

@@ -16,7 +16,7 @@ SCRATCH_DIRS = ('/tmp', '/var/tmp')
 PROJECT_DIR = os.path.dirname(os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__)))))
 SHM_TMPFS_MB = 16
 SHM_TMPFS_INODES = 4096
-"""An execution's ``/dev/shm``: its size and entries (`judge.sandbox.server.spaces`)."""
+"""An execution's ``/dev/shm``: its size and entries (`judge.sandbox.server.files.spaces`)."""
 DEV_NODES = ('null', 'zero', 'full', 'random', 'urandom')
 """The host's device nodes a slot's ``/dev`` shows (Landlock allows reading only some of them)."""
 DEV_LINKS = {
@@ -45,7 +45,7 @@ def enter_filesystem(
     work_base: str, keep_writable: Sequence[str], visible: Sequence[str], hide: Sequence[str], shm: str
 ) -> int:
     """Make the mount namespace the slot's own (call as pid 1 of fresh mount and pid namespaces); a
-    descriptor that sets the pid namespace's last pid (-1 when it cannot be had: `judge.sandbox.server.spaces`).
+    descriptor that sets the pid namespace's last pid (-1 when it cannot be had: `judge.sandbox.server.files.spaces`).
 
     ``keep_writable`` mount points stay writable (cgroup hierarchies, the compile cache: written by
     the root server only); ``visible`` paths stay reachable inside hidden or scratch directories;

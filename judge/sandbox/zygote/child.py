@@ -73,7 +73,8 @@ class ChildPrep:
         self.scientific: list[str] = scientific or []
         """Modules the *scientific* warm parent imports on top of `preload` before its warm-up."""
         self.kind = kind
-        """The kind of warm parent this prep starts (`judge.sandbox.server.parents`): ``lean`` or ``scientific``."""
+        """The kind of warm parent this prep starts (`judge.sandbox.server.warm.parents`): ``lean`` or
+        ``scientific``."""
         self.watch: list[str] = watch or []
         """Top-level packages whose first lookup in a lean or bare child may move the program to the scientific
         parent (`judge.sandbox.zygote.upgrade`); empty when the slot has none."""

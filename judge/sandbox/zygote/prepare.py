@@ -5,7 +5,7 @@ Runs in the zygote only (`judge.sandbox.zygote.warm.prepare_interpreter` imports
 go: no child can reach this module).  Stdlib only; the scientific packages are reached through
 ``sys.modules`` once the zygote has imported them.
 
-**Warm-up** (the *scientific* parent, `judge.sandbox.server.parents`): sympy imports many submodules only
+**Warm-up** (the *scientific* parent, `judge.sandbox.server.warm.parents`): sympy imports many submodules only
 on first use and builds tables the first time an algorithm runs, so a child forked from a parent that
 merely imported sympy still pays for all of that in each program.  `warm_up` runs one small program
 of each kind a math tool call is made of (solve, factorint, summation, integrate, simplify, matrices,

@@ -1,4 +1,4 @@
-"""A program whose first statements come compiled: the child's side of `judge.sandbox.server.prefixes`.
+"""A program whose first statements come compiled: the child's side of `judge.sandbox.server.warm.prefixes`.
 
 The slot server compiles the statements that consecutive programs start with (a client's template)
 once, and sends each program that starts with them the compiled code (marshal data it made itself).
@@ -21,7 +21,7 @@ def _renamed(code: types.CodeType, path: str) -> types.CodeType:
 
 def split_program(source: str, path: str, prefix: tuple[int, bytes] | None) -> tuple[types.CodeType, ...] | None:
     """With ``prefix`` (the length and compiled code of the statements the source starts with,
-    `judge.sandbox.server.prefixes`): that code and the rest's, compiled here with the prefix's line
+    `judge.sandbox.server.warm.prefixes`): that code and the rest's, compiled here with the prefix's line
     count and ``__future__`` features.  None when there is no prefix or the rest does not compile alone:
     the caller then compiles the whole source, as a fresh interpreter would (and reports its errors)."""
     if prefix is None:

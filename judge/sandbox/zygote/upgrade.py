@@ -1,6 +1,6 @@
 """Moving a program to the scientific parent when it turns out to need it: the child's side.
 
-The slot server chooses a warm parent from what a program's source shows (`judge.sandbox.server.parents`).
+The slot server chooses a warm parent from what a program's source shows (`judge.sandbox.server.warm.parents`).
 A program can hide its imports: a client's template that runs the model's code from base64 text
 through ``exec``, an ``importlib.import_module`` of a computed name, an import inside a function.
 Such a program, sent to the lean or bare parent, would import sympy or numpy itself, cold, at a

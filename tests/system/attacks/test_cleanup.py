@@ -1,6 +1,6 @@
 """Clean-up: deep or huge directory trees, odd entries, anything left where a later execution could see it.
 
-Clean-up after an execution must not depend on depth, width or entry kinds (`judge.sandbox.server.cleanup`),
+Clean-up after an execution must not depend on depth, width or entry kinds (`judge.sandbox.server.files.cleanup`),
 and nothing written anywhere writable (work dir, /dev/shm, the slot's own tmp dirs) may reach the next
 execution of the slot.  Each test wraps its attacks in the slot-health check (`health`): the canaries
 after it list their work dir, /dev/shm and the work dirs of earlier executions.

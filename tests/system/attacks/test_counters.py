@@ -5,7 +5,7 @@ keep between executions: the pid namespace's next pid (by forking many processes
 and ``/dev/shm``'s next inode numbers (by making and removing many files), POSIX message queues (made
 even where opening them is refused) and the work dir's name.  A *receiver* in the same slot then
 reports what it sees.  Each execution gets its own work tmpfs and ``/dev/shm``, a random pid and a
-random work dir name (`judge.sandbox.server.spaces`); message queues are refused by seccomp.  So the
+random work dir name (`judge.sandbox.server.files.spaces`); message queues are refused by seccomp.  So the
 receiver's view must be the same whatever the sender did.  Senders in Python, C and bash.
 """
 

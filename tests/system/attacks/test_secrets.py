@@ -2,7 +2,7 @@
 
 Warm Python children share what their zygote had when it started; a zygote is a fresh interpreter and
 is replaced after ``JUDGE_WARM_RENEW_EXECS`` executions or ``JUDGE_WARM_RENEW_S`` seconds
-(`judge.sandbox.server.parents`).  This module runs its own stack (redis, worker, gateway) with small bounds
+(`judge.sandbox.server.warm.parents`).  This module runs its own stack (redis, worker, gateway) with small bounds
 (6 executions, 2 seconds), so that renewals happen within the test; compiled and bash programs are
 exec'd, so every run has its own layout and seeds anyway.  What stays shared within one zygote's
 lifetime is listed in docs/attacks.md.

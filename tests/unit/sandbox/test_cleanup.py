@@ -1,4 +1,5 @@
-"""Iterative clean-up of what an execution wrote (`judge.sandbox.server.cleanup`): any depth, width or entry kind."""
+"""Iterative clean-up of what an execution wrote (`judge.sandbox.server.files.cleanup`): any depth, width or
+entry kind."""
 
 from __future__ import annotations
 
@@ -7,7 +8,7 @@ import socket
 import stat
 from pathlib import Path
 
-from judge.sandbox.server.cleanup import remove_entry, remove_tree
+from judge.sandbox.server.files.cleanup import remove_entry, remove_tree
 
 
 def _deep(root: Path, depth: int) -> None:
@@ -87,7 +88,7 @@ def test_a_root_that_is_a_symlink_is_removed_not_followed(tmp_path: Path) -> Non
 
 
 def test_work_dir_removal_unlinks_links_and_recurses_without_following(tmp_path: Path) -> None:
-    from judge.sandbox.server.cleanup import remove_tree as _remove_tree
+    from judge.sandbox.server.files.cleanup import remove_tree as _remove_tree
 
     outside = tmp_path / 'outside'
     outside.mkdir()

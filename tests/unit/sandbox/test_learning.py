@@ -4,8 +4,8 @@ from __future__ import annotations
 
 import marshal
 
-from judge.sandbox.server.prefixes import MAX_PREFIXES, MIN_PREFIX_CHARS, Prefixes, shared_length, statement_start
-from judge.sandbox.server.shapes import EXPLORE_EVERY, MAX_SHAPES, PREFIX_CHARS, Shapes
+from judge.sandbox.server.warm.prefixes import MAX_PREFIXES, MIN_PREFIX_CHARS, Prefixes, shared_length, statement_start
+from judge.sandbox.server.warm.shapes import EXPLORE_EVERY, MAX_SHAPES, PREFIX_CHARS, Shapes
 from toolkit.bench.templates import rstar_shape
 
 

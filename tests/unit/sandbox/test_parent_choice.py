@@ -1,4 +1,4 @@
-"""Which warm parent runs a program (`judge.sandbox.server.parents`, `judge.sandbox.zygote.prepare`): the
+"""Which warm parent runs a program (`judge.sandbox.server.warm.parents`, `judge.sandbox.zygote.prepare`): the
 scan of its imports and the choice while a parent starts (pure logic, no process)."""
 
 from __future__ import annotations
@@ -6,8 +6,8 @@ from __future__ import annotations
 import base64
 
 from judge.sandbox.server.lifecycle import MISS_LIMIT, SpareGuess
-from judge.sandbox.server.parents import WarmParents
-from judge.sandbox.server.shapes import shown_payloads
+from judge.sandbox.server.warm.parents import WarmParents
+from judge.sandbox.server.warm.shapes import shown_payloads
 from judge.sandbox.zygote.prepare import SCIENTIFIC_NAMES, uses_scientific
 from judge.sandbox.zygote.upgrade import OFFER
 from toolkit.bench.templates import rstar_shape

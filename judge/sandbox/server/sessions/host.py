@@ -36,14 +36,14 @@ from judge.sandbox.lazylog import get_logger
 from judge.sandbox.protocol import recv_message, send_message
 from judge.sandbox.server.execute import reap_orphans
 from judge.sandbox.server.jail import Jail
-from judge.sandbox.server.parents import LEAN, SCIENTIFIC, START_TIMEOUT_S, WarmParents
 from judge.sandbox.server.sessions.cgroup import Groups, mount_roots
 from judge.sandbox.server.sessions.ops import Ops, session_rlimits
 from judge.sandbox.server.sessions.process import Live
 from judge.sandbox.server.sessions.registry import Registry
 from judge.sandbox.server.sessions.space import Spaces
 from judge.sandbox.server.tiers import read_paths
-from judge.sandbox.server.zygotes import Zygote, spawn_zygote
+from judge.sandbox.server.warm.parents import LEAN, SCIENTIFIC, START_TIMEOUT_S, WarmParents
+from judge.sandbox.server.warm.zygotes import Zygote, spawn_zygote
 
 logger = get_logger('judge.sandbox.server.sessions.host')
 PACKAGE_ROOT = os.path.dirname(

@@ -17,7 +17,7 @@ import stat
 import threading
 
 from judge.sandbox.kernel import landlock, namespaces
-from judge.sandbox.server.cleanup import remove_entry, remove_tree
+from judge.sandbox.server.files.cleanup import remove_entry, remove_tree
 
 _DIR = os.O_RDONLY | os.O_DIRECTORY | os.O_NOFOLLOW | os.O_CLOEXEC
 

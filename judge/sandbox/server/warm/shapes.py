@@ -1,7 +1,7 @@
 """Which warm parent a program needs when its source does not show it: from the payloads it carries
 encoded, else learned from its shape.
 
-The source scan (`judge.sandbox.server.parents.WarmParents.choose`) sees imports that are written
+The source scan (`judge.sandbox.server.warm.parents.WarmParents.choose`) sees imports that are written
 out.  Clients' templates carry the model's code encoded (rStar2-Agent's runs base64 text through
 ``exec``), so the scan also reads every base64 payload of the source (`shown_payloads`: any run of the
 base64 alphabet that decodes to UTF-8 text, whatever the template around it).  A program that still

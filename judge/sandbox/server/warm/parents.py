@@ -23,12 +23,12 @@ from collections.abc import Callable
 from judge.sandbox.errors import ZygoteLost
 from judge.sandbox.lazylog import get_logger
 from judge.sandbox.server.execute import Spare
-from judge.sandbox.server.shapes import Shapes, shown_payloads
-from judge.sandbox.server.zygotes import Zygote
+from judge.sandbox.server.warm.shapes import Shapes, shown_payloads
+from judge.sandbox.server.warm.zygotes import Zygote
 from judge.sandbox.zygote.prepare import SCIENTIFIC_NAMES, uses_scientific
 from judge.sandbox.zygote.upgrade import OBSERVE, OFFER
 
-logger = get_logger('judge.sandbox.server.parents')
+logger = get_logger('judge.sandbox.server.warm.parents')
 
 DEFAULT_KIND = LEAN = 'lean'
 SCIENTIFIC = 'scientific'
@@ -212,7 +212,7 @@ class WarmParents:
         ``parent``; `ValueError` for one this slot does not have).
 
         Warm Python goes to the scientific parent when it, or the text its base64 payloads decode to
-        (`judge.sandbox.server.shapes.shown_payloads`), mentions a package that parent preloads or
+        (`judge.sandbox.server.warm.shapes.shown_payloads`), mentions a package that parent preloads or
         that builds on them (`judge.sandbox.zygote.prepare.uses_scientific`); else, when ``import`` appears
         nowhere in it (not even ``__import__`` or in a comment), to the bare parent, which any other
         child may stand in for (the program sees fewer preloaded modules there, never more); else to
@@ -245,7 +245,7 @@ class WarmParents:
         """For warm Python the scan sent to the lean or bare parent (``kind``): where it starts, and the
         plan for its first lookup of a scientific package (`judge.sandbox.zygote.upgrade`): ``OFFER`` the
         scientific parent when it is ready; else ``OBSERVE``; a program whose shape needed it lately
-        starts there instead (`judge.sandbox.server.shapes`), unless its payloads showed its code
+        starts there instead (`judge.sandbox.server.warm.shapes`), unless its payloads showed its code
         (which names no scientific package: that program most likely needs none)."""
         if not self.scientific_names:
             return kind, 0

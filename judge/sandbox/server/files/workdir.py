@@ -9,7 +9,7 @@ import stat
 from typing import Any, Protocol
 
 from judge.sandbox.fdio import write_all
-from judge.sandbox.server.cleanup import remove_entry
+from judge.sandbox.server.files.cleanup import remove_entry
 
 _NEW_FILE = os.O_WRONLY | os.O_CREAT | os.O_TRUNC | os.O_NOFOLLOW | os.O_CLOEXEC
 _DIR = os.O_RDONLY | os.O_DIRECTORY | os.O_NOFOLLOW | os.O_CLOEXEC

@@ -24,7 +24,7 @@ unguessable here:
 * POSIX message queues and SysV IPC are refused by the seccomp filter (`judge.sandbox.kernel.seccomp`).
 
 Other tiers share the host's namespaces: there the work dir only gets a random name, and it is removed
-entry by entry (`judge.sandbox.server.cleanup.remove_tree`).
+entry by entry (`judge.sandbox.server.files.cleanup.remove_tree`).
 """
 
 from __future__ import annotations
@@ -33,11 +33,11 @@ import os
 
 from judge.sandbox.kernel import namespaces
 from judge.sandbox.lazylog import get_logger
-from judge.sandbox.server.cleanup import remove_tree
+from judge.sandbox.server.files.cleanup import remove_tree
+from judge.sandbox.server.files.workdir import done_path, give_to
 from judge.sandbox.server.jail import WORK_TMPFS_INODES, WORK_TMPFS_MB, Jail
-from judge.sandbox.server.workdir import done_path, give_to
 
-logger = get_logger('judge.sandbox.server.spaces')
+logger = get_logger('judge.sandbox.server.files.spaces')
 
 STACK_MAX = 32
 """Executions whose tmpfs stay mounted, one over the other, until the holder is unmounted."""

@@ -1,0 +1,3 @@
+"""The slot's warm parents: which one a program needs (`parents`, from what its source shows and
+`shapes` remembers), the handle on each zygote process (`zygotes`), and the template statements
+compiled once per slot (`prefixes`).  Slot-server side: nothing here runs in a zygote."""
