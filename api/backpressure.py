@@ -19,7 +19,7 @@ from typing import Any
 from fastapi import HTTPException
 from starlette.types import ASGIApp, Message, Receive, Scope, Send
 
-from api.metrics import IN_FLIGHT, REJECTED
+from api.observe.metrics import IN_FLIGHT, REJECTED
 from judge.transport.gateway.admission import Admission
 
 logger = logging.getLogger('api.backpressure')
@@ -100,7 +100,7 @@ async def _answer(send: Send, status: int, body: dict[str, Any], headers: list[t
 
 class BodyLimit:
     """ASGI middleware: 413 for bodies over ``max_body_bytes``, early 429 to a POST on one of
-    ``submit_paths`` (`api.table.submit_paths`) when ``in_flight`` is full."""
+    ``submit_paths`` (`api.routes.table.submit_paths`) when ``in_flight`` is full."""
 
     def __init__(self, app: ASGIApp, *, max_body_bytes: int, in_flight: InFlight, submit_paths: frozenset[str]) -> None:
         self.app = app

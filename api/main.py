@@ -10,7 +10,6 @@ from contextlib import asynccontextmanager
 from fastapi import FastAPI
 from fastapi.exceptions import RequestValidationError
 
-from api import access, judge_tests, metrics, metrics_scrape, routes, sessions
 from api.backpressure import BodyLimit, InFlight
 from api.deps import Gateway
 from api.doors.judge0 import routes as judge0
@@ -19,7 +18,9 @@ from api.doors.piston import routes as piston
 from api.doors.piston.stages import validation_answer
 from api.doors.sandboxfusion import routes as sandboxfusion
 from api.errors import validation_error
-from api.table import submit_paths, submit_routes
+from api.observe import access, metrics, scrape
+from api.routes import judge_tests, sessions, upstream
+from api.routes.table import submit_paths, submit_routes
 from judge import procname
 from judge.app import app as celery_app
 from judge.procname import name_process
@@ -72,10 +73,10 @@ app.add_middleware(
     in_flight=in_flight,
     submit_paths=submit_paths(table),
 )
-app.include_router(routes.build_router(table))
+app.include_router(upstream.build_router(table))
 app.include_router(judge_tests.build_router(table))
 app.include_router(sandboxfusion.build_router(table))
 app.include_router(piston.build_router(table))
 app.include_router(judge0.build_router(table))
-app.include_router(metrics_scrape.router)
+app.include_router(scrape.router)
 app.include_router(sessions.build_router())

@@ -1,7 +1,7 @@
 """The settings of live Python sessions (docs/sessions.md), read from the environment like `judge.settings`.
 
 Kept apart from `judge.settings.Settings` so that sessions change nothing of it.  Read at the edges
-only: the gateway's session routes (`api.sessions`) and the worker's session task
+only: the gateway's session routes (`api.routes.sessions`) and the worker's session task
 (`judge.worker.sessions`).
 """
 

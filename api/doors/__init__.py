@@ -2,6 +2,6 @@
 
 One sub-package per door (`sandboxfusion`, `piston`, `judge0`: its `routes`, its `models` and the rest);
 `common` (with `answer`) holds what they share and `semver` the version numbers Piston and Judge0 show.
-Their submitting routes are in the route table (`api.table.door_routes`), with the lane each uses;
-every request goes through `api.submit.submit`, like the native routes.
+Their submitting routes are in the route table (`api.routes.table.door_routes`), with the lane each uses;
+every request goes through `api.routes.submit.submit`, like the native routes.
 """

@@ -1,4 +1,4 @@
-"""What every compatible door shares: submitting through `api.submit.submit` with its door's name,
+"""What every compatible door shares: submitting through `api.routes.submit.submit` with its door's name,
 and refusals turned into values the door answers in its own API's shape.
 
 A door translates a request into `judge.contracts.RunPayload`\\ s, submits them on its route's lane,
@@ -19,8 +19,8 @@ from fastapi import HTTPException, Request
 
 from api.deps import Gateway
 from api.doors.answer import json_answer as json_answer
-from api.submit import submit
-from api.table import SubmitRoute
+from api.routes.submit import submit
+from api.routes.table import SubmitRoute
 from judge.contracts import FullResultDict, ResultDict, RunPayload, Verdict, new_id
 
 

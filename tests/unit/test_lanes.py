@@ -14,13 +14,13 @@ from unittest import mock
 import pytest
 from fastapi import FastAPI
 
-from api import judge_tests, routes
 from api.backpressure import BodyLimit, InFlight
 from api.deps import Gateway
 from api.doors.judge0 import routes as judge0
 from api.doors.piston import routes as piston
 from api.doors.sandboxfusion import routes as sandboxfusion
-from api.table import Shape, submit_paths, submit_routes
+from api.routes import judge_tests, upstream
+from api.routes.table import Shape, submit_paths, submit_routes
 from judge.contracts import RunPayload
 from judge.results import internal_error
 from judge.settings import Settings
@@ -85,7 +85,7 @@ def gateway_app(settings: Settings, router: FakeRouter) -> FastAPI:
     app = FastAPI()
     app.state.in_flight = InFlight(0, settings.max_batch_size, settings.retry_after_s)
     app.state.gateway = Gateway(settings=settings, celery=None, router=router, admission=None)  # type: ignore[arg-type]
-    app.include_router(routes.build_router(table))
+    app.include_router(upstream.build_router(table))
     app.include_router(judge_tests.build_router(table))
     return app
 
@@ -154,14 +154,14 @@ def test_the_table_is_every_submitting_route_once_and_what_back_pressure_watches
     native = [route for route in table if not route.door]  # the compatible doors' routes are additive
     assert len({route.path for route in table}) == len(table) and len(native) == 9
     posts = {path for path, methods in app.openapi()['paths'].items() if 'post' in methods}
-    # Piston's install submits nothing; the session routes (api.sessions) count a cell in flight themselves
+    # Piston's install submits nothing; the session routes (api.routes.sessions) count a cell in flight themselves
     assert {p for p in posts - {route.path for route in table} if not p.startswith('/sessions')} == {'/api/v2/packages'}
     (body_limit,) = [m for m in app.user_middleware if m.cls is BodyLimit]
     assert body_limit.kwargs['submit_paths'] == submit_paths(table) == {route.path for route in native}
     assert {route.shape for route in table} == set(Shape)
     doors = set(sandboxfusion.ENDPOINTS) | set(piston.ENDPOINTS) | set(judge0.ENDPOINTS)
-    assert set(routes.ENDPOINTS) | set(judge_tests.ENDPOINTS) | doors == set(Shape)
-    assert not set(routes.ENDPOINTS) & set(judge_tests.ENDPOINTS)
+    assert set(upstream.ENDPOINTS) | set(judge_tests.ENDPOINTS) | doors == set(Shape)
+    assert not set(upstream.ENDPOINTS) & set(judge_tests.ENDPOINTS)
 
 
 def test_the_operations_are_those_of_383bec0() -> None:

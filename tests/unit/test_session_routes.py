@@ -1,4 +1,4 @@
-"""The session routes' operations and models (api/sessions.py, judge/contracts/sessions.py), read from the
+"""The session routes' operations and models (api/routes/sessions.py, judge/contracts/sessions.py), read from the
 gateway's OpenAPI schema: additive to upstream's routes."""
 
 from __future__ import annotations

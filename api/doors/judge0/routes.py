@@ -5,7 +5,7 @@
 The official ``judge0`` SDK and agent tools call these.  A submission is one judge submission: with
 ``wait=true`` on the single lane, answered when judged; without, admitted at once (503 ``queue is
 full`` when the judge is full), answered ``{"token"}``, and run in the background
-(`api.submit.submit_later`).  A batch runs as one request on the tests lane (batch priority, the long
+(`api.routes.submit.submit_later`).  A batch runs as one request on the tests lane (batch priority, the long
 deadline).  Every submission is kept in Redis under its token for ``JUDGE_DOOR_RESULT_TTL_S``
 (`judge.transport.gateway.records`), so ``GET`` finds it from any gateway process; statuses and fields:
 `api.doors.judge0.render`.
@@ -29,8 +29,8 @@ from api.doors.judge0.info import about, config_info, language, languages, max_b
 from api.doors.judge0.models import BatchRequest, Refusal, SubmissionRequest, error
 from api.doors.judge0.models import refusal as refuse
 from api.doors.judge0.render import name_of, now, outcome, parse_fields, render
-from api.submit import submit_later
-from api.table import Endpoint, Shape, SubmitRoute, add_route
+from api.routes.submit import submit_later
+from api.routes.table import Endpoint, Shape, SubmitRoute, add_route
 from judge.contracts import ResultDict, RunPayload
 from judge.transport.gateway.records import Records
 

@@ -40,7 +40,7 @@ from api.doors.piston.stages import (
     package_verdict,
     run_one,
 )
-from api.table import SubmitRoute
+from api.routes.table import SubmitRoute
 from judge import workfiles
 from judge.checker import get_checker
 from judge.contracts import ResultDict, RunPayload, Verdict, new_id

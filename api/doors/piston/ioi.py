@@ -48,7 +48,7 @@ from api.doors.piston.stages import (
     package_verdict,
     run_one,
 )
-from api.table import SubmitRoute
+from api.routes.table import SubmitRoute
 from judge import workfiles
 from judge.contracts import MANAGER_MAX_PROCESSES, ManagerDict, ResultDict, RunPayload, Verdict, new_id
 

@@ -1,7 +1,7 @@
 """Piston v2's door: ``POST /api/v2/execute``, ``GET /api/v2/runtimes``, ``GET``/``POST /api/v2/packages``.
 
 open-r1's ``piston_client`` (``PISTON_ENDPOINTS=http://host:8088/api/v2``), ``pistonpy`` and other
-Piston clients call these.  A plain job is one submission on the single lane (`api.table.door_routes`):
+Piston clients call these.  A plain job is one submission on the single lane (`api.routes.table.door_routes`):
 the first UTF-8 file is the program, the other files go beside it, ``stdin`` (with a final newline
 added, as Piston does), ``args``, ``run_timeout`` (ms) and ``run_memory_limit`` (bytes) lower the
 judge's limits.  The answer has Piston's stages: ``compile`` for compiled languages (on a compile
@@ -30,7 +30,7 @@ from api.doors.piston.models import ExecuteRequest, PackageRequest
 from api.doors.piston.runtimes import CMS_IOI, PACKAGES, PLAIN, Runtime, Runtimes
 from api.doors.piston.stages import BadRequest, bad_request, compile_stage, job_files, limits, run_one, run_stage
 from api.doors.semver import show
-from api.table import Endpoint, Shape, SubmitRoute, add_route
+from api.routes.table import Endpoint, Shape, SubmitRoute, add_route
 from judge import workfiles
 from judge.contracts import ResultDict, RunPayload, Verdict, new_id
 

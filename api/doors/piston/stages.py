@@ -15,7 +15,7 @@ from fastapi import Request, Response
 from api.deps import Gateway
 from api.doors.common import Refused, infra, json_answer, run, usage, verdict_of
 from api.doors.piston.models import ExecuteRequest
-from api.table import SubmitRoute
+from api.routes.table import SubmitRoute
 from judge import workfiles
 from judge.contracts import ResultDict, RunPayload, Verdict
 

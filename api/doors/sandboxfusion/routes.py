@@ -2,7 +2,7 @@
 
 verl's reward (``verl.utils.reward_score.sandbox_fusion``), its ``SandboxFusionTool``, the
 ``sandbox-fusion`` SDK, tinker-cookbook and ROLL call these.  A request becomes one submission on the
-route's lane (`api.table.door_routes`); its result becomes SandboxFusion's answer:
+route's lane (`api.routes.table.door_routes`); its result becomes SandboxFusion's answer:
 
 * ``status``: ``Success`` when the program ran to a zero exit within its limits; ``Failed`` for a
   compile error, a non-zero exit, a time, memory or output limit; ``SandboxError`` (with
@@ -34,7 +34,7 @@ from api.doors.sandboxfusion.models import (
     RunJupyterRequest,
     RunStatus,
 )
-from api.table import Endpoint, Shape, SubmitRoute, add_route
+from api.routes.table import Endpoint, Shape, SubmitRoute, add_route
 from judge.contracts import ResultDict, RunPayload, Verdict, new_id
 
 DOOR = 'sandboxfusion'

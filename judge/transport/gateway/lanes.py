@@ -2,7 +2,7 @@
 deadline (how long the gateway waits for the results; each task's ``expires``).
 
 The gateway builds its lanes once from the settings (`Lanes.from_settings`) and each submitting route
-names its lane (`api.table`).
+names its lane (`api.routes.table`).
 """
 
 from __future__ import annotations

@@ -1,4 +1,4 @@
-"""`GET /metrics`: the registry it serves, and what it reads from Redis at that moment (`api.metrics`
+"""`GET /metrics`: the registry it serves, and what it reads from Redis at that moment (`api.observe.metrics`
 holds what the gateway counts per request).
 
 Read at scrape time, so every gateway process reports the same, current value: queue depth per queue
@@ -27,7 +27,7 @@ from prometheus_client.registry import Collector
 
 from api.deps import Gateway, GatewayDep
 
-logger = logging.getLogger('api.metrics_scrape')
+logger = logging.getLogger('api.observe.scrape')
 
 
 class _QueueDepth(Collector):

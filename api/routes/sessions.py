@@ -13,7 +13,7 @@ from typing import Annotated, Any
 from fastapi import APIRouter, HTTPException, Path, Request, Response
 
 from api.deps import GatewayDep
-from api.submit import json_response
+from api.routes.submit import json_response
 from judge.contracts.sessions import (
     SESSION_ID,
     CellRequest,
@@ -26,7 +26,7 @@ from judge.contracts.sessions import (
 from judge.sessionsettings import get_session_settings
 from judge.transport.sessions.gateway import SessionError, SessionGateway
 
-logger = logging.getLogger('api.sessions')
+logger = logging.getLogger('api.routes.sessions')
 SessionId = Annotated[str, Path(pattern=SESSION_ID)]
 
 

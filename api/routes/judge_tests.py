@@ -1,7 +1,7 @@
 """`POST /judge/tests`: one solution, many tests, one answer with per-test verdicts and a pass rate.
 
 Each test is one submission (one payload per test, carrying the checker name) sent through the same
-`api.submit.submit` as every other route, so a job's tests run in parallel on every free slot and
+`api.routes.submit.submit` as every other route, so a job's tests run in parallel on every free slot and
 the request gets the same back-pressure, metrics and access log.  The solution is compiled once per
 node: the first task to reach a node compiles into the node's content-addressed cache under an
 ``flock`` and the others wait for it, then hit.  A compile error therefore fails every test with
@@ -24,8 +24,8 @@ from typing import Any
 from fastapi import APIRouter, Request, Response
 
 from api.deps import GatewayDep
-from api.submit import json_response, submit
-from api.table import Endpoint, Shape, SubmitRoute, add_route
+from api.routes.submit import json_response, submit
+from api.routes.table import Endpoint, Shape, SubmitRoute, add_route
 from judge.contracts import (
     BatchJudgeTestsRequest,
     JudgeTestsRequest,

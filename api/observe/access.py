@@ -16,7 +16,7 @@ from fastapi import Request
 
 from judge.contracts import ResultDict, RunPayload
 
-logger = logging.getLogger('api.access')
+logger = logging.getLogger('api.observe.access')
 
 _TRACE_HEADERS = ('x-request-id', 'x-trace-id')
 _UNSAFE = re.compile(r'[^A-Za-z0-9._:@-]')

@@ -1,9 +1,9 @@
 """The submitting routes, written once: each one's path, lane and shape (what it takes and answers).
 
-The gateway builds the table once at start-up, with its lanes (`api.main`); `api.routes`,
-`api.judge_tests` and the compatible doors (`api.doors`) register the routes from it (`add_route`),
+The gateway builds the table once at start-up, with its lanes (`api.main`); `api.routes.upstream`,
+`api.routes.judge_tests` and the compatible doors (`api.doors`) register the routes from it (`add_route`),
 and the back-pressure middleware knows the native ones by `submit_paths` (a door refuses with its
-own API's answer, from `api.submit.submit`).
+own API's answer, from `api.routes.submit.submit`).
 
 The doors' lanes: SandboxFusion's ``/run_code`` and ``/run_jupyter`` and Piston's ``/api/v2/execute``
 answer one waiting client per request (verl's reward and tools, open-r1's per-test requests), like

@@ -17,14 +17,14 @@ from typing import Any
 
 from fastapi import Request, Response
 
-from api import metrics
-from api.access import log_request, trace_id
 from api.backpressure import InFlight
 from api.deps import Gateway
+from api.observe import metrics
+from api.observe.access import log_request, trace_id
 from judge.contracts import ResultDict, RunPayload
 from judge.transport.gateway.lanes import Lane
 
-logger = logging.getLogger('api.submit')
+logger = logging.getLogger('api.routes.submit')
 
 
 def json_response(data: Any) -> Response:

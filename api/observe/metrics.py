@@ -1,5 +1,5 @@
 """Prometheus metrics the gateway counts per request (all names start with `judge_`), served with what
-is read from Redis at scrape time by `GET /metrics` (`api.metrics_scrape`).
+is read from Redis at scrape time by `GET /metrics` (`api.observe.scrape`).
 
 Per submission the gateway counts the verdict (by language and route), keeps infrastructure failures
 (`queue_timeout`, `internal_error`) apart from wrong answers, and observes two durations:

@@ -14,7 +14,7 @@ if TYPE_CHECKING:
     from api.deps import Gateway
     from judge.transport.gateway.router import ShardLink
 
-logger = logging.getLogger('api.status')
+logger = logging.getLogger('api.routes.status')
 
 _INSPECT_TIMEOUT_S = 0.5
 _CACHE_S = 1.0

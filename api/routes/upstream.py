@@ -1,6 +1,6 @@
 """Upstream-compatible routes: `/run*`, `/judge*`, `/status`, `/ping`.
 
-The submitting ones come from the route table (`api.table`): one endpoint per shape, bound to its
+The submitting ones come from the route table (`api.routes.table`): one endpoint per shape, bound to its
 route's lane.
 """
 
@@ -12,9 +12,9 @@ from typing import Any
 from fastapi import APIRouter, Request, Response
 
 from api.deps import GatewayDep
-from api.status import collect_status
-from api.submit import json_response, submit
-from api.table import Endpoint, Shape, SubmitRoute, add_route
+from api.routes.status import collect_status
+from api.routes.submit import json_response, submit
+from api.routes.table import Endpoint, Shape, SubmitRoute, add_route
 from judge.contracts import BatchSubmission, ResultDict, StatusResult, Submission
 from judge.results import judge_view
 
