@@ -22,10 +22,8 @@ from toolkit.errors import (
     ToolkitError,
 )
 from toolkit.models import Result, Submission
-from toolkit.notebooks import Notebooks
 from toolkit.policy import BatchPolicy, RetryPolicy, is_retryable
-from toolkit.sessions import CellResult, Session, Sessions, cell_text
-from toolkit.sessions_sync import SyncSession, SyncSessions
+from toolkit.sessions import CellResult, Notebooks, Session, Sessions, SyncSession, SyncSessions, cell_text
 from toolkit.shared import close_shared, get_shared
 from toolkit.sync import SyncJudgeClient
 from toolkit.wrapper import format_tool_text, wrap_code

@@ -1,4 +1,4 @@
-"""Judge-side math reward (toolkit.mathreward, evaluate --math) through the real stack, and the math bench's own
+"""Judge-side math reward (toolkit.rewards.answers, evaluate --math) through the real stack, and the math bench's own
 answers checked in the submission runtime (the grader's output parsing: tests/unit/evaluate/test_mathreward.py)."""
 
 from __future__ import annotations
@@ -16,7 +16,7 @@ from judge.settings import Settings
 from tests.support.services import ROOT
 from tests.support.stack import Stack
 from toolkit.bench.mathcalls import math_case
-from toolkit.mathreward import math_scores
+from toolkit.rewards.answers import math_scores
 
 PAIRS = [
     ('so the answer is \\boxed{\\frac{1}{2}}', '0.5'),

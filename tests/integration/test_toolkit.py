@@ -190,7 +190,7 @@ def test_gateway_death_gives_clear_errors_by_the_deadline_then_recovers(stack: S
 
 
 def test_sync_client_and_reward(gateway_url: str) -> None:
-    from toolkit.reward import TestCase, pass_rates_sync
+    from toolkit.rewards.passrate import TestCase, pass_rates_sync
 
     with SyncJudgeClient(gateway_url) as client:
         assert client.ping() and client.status()['num_workers'] >= 1

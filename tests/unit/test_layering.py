@@ -172,6 +172,19 @@ def test_the_process_folders_exist_and_modules_stay_small() -> None:
         assert lines <= 320, f'{path.relative_to(ROOT)}: {lines} lines, split it (about 300 at most)'
 
 
+MAX_MODULES_PER_FOLDER = 14
+"""A folder of product code past about a dozen modules is grouped into sub-packages by process or role."""
+
+
+def test_no_product_folder_outgrows_a_dozen_modules() -> None:
+    folders = {path.parent for path in SOURCES}
+    for folder in sorted(folders):
+        modules = [p.name for p in folder.glob('*.py') if p.name not in ('__init__.py', '__main__.py')]
+        assert len(modules) <= MAX_MODULES_PER_FOLDER, (
+            f'{folder.relative_to(ROOT)} holds {len(modules)} modules: group them into sub-packages by role'
+        )
+
+
 def test_the_gateway_does_not_load_worker_code() -> None:
     code = (
         'import sys, api.main; '

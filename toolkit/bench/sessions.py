@@ -25,9 +25,9 @@ from typing import Any
 
 from toolkit.bench.cpu import cpu_delta, cpu_snapshot
 from toolkit.client import JudgeClient
-from toolkit.notebooks import Notebooks
 from toolkit.policy import BatchPolicy
-from toolkit.sessions import Sessions
+from toolkit.sessions.client import Sessions
+from toolkit.sessions.notebooks import Notebooks
 from toolkit.shared import close_shared
 
 TRAJECTORY = (

@@ -5,7 +5,7 @@
 Each input line is a JSON object with the model's answer (``--answer-field``, default ``answer``)
 and the reference (``--reference-field``, default ``reference``); every other field is copied to the
 output line, which adds ``score``, ``correct``, ``infra``, ``error`` and ``runtime``.  Grading runs in
-the judge's sandbox (`toolkit.mathreward`); a progress bar goes to stderr and the summary (accuracy
+the judge's sandbox (`toolkit.rewards.answers`); a progress bar goes to stderr and the summary (accuracy
 over the graded answers and over all, infrastructure failures) to stdout.
 
 Exit status: 0 every answer was graded; 1 some were lost to infrastructure failures (flagged
@@ -28,7 +28,7 @@ from toolkit.batcher import RequestProcessor
 from toolkit.client import DEFAULT_BASE_URL
 from toolkit.evaluate.jsonl import EvaluationError, read_objects
 from toolkit.evaluate.progress import Progress
-from toolkit.mathreward import DEFAULT_SCORER, MATH_POLICY, MathScore, math_scores
+from toolkit.rewards.answers import DEFAULT_SCORER, MATH_POLICY, MathScore, math_scores
 
 __all__ = ['load_pairs', 'main', 'summarize_scores']
 

@@ -29,10 +29,10 @@ from typing import TYPE_CHECKING, Any
 from toolkit.client import DEFAULT_BASE_URL
 from toolkit.errors import ToolkitError
 from toolkit.models import Submission
-from toolkit.notebooks import Notebooks
 from toolkit.policy import BatchPolicy, policy_from_config
 from toolkit.schemas import JUPYTER_TOOL, PYTHON_TOOL, TOOL_SCHEMAS
-from toolkit.sessions import cell_text
+from toolkit.sessions.client import cell_text
+from toolkit.sessions.notebooks import Notebooks
 from toolkit.shared import get_shared
 from toolkit.wrapper import format_error_text, format_tool_text, wrap_code
 
@@ -98,7 +98,7 @@ class JudgeToolHandler:
     :param concurrency_limit: most ``execute`` calls in flight (RLinf's ``tools.codejudge.concurrency_limit``);
         calls beyond it wait, and the wait counts against their deadline.
     :param max_sessions: most notebook histories kept (least recently used dropped).
-    :param notebooks: how ``jupyter_code`` keeps a session's state (`toolkit.notebooks.Notebooks`: a live
+    :param notebooks: how ``jupyter_code`` keeps a session's state (`toolkit.sessions.notebooks.Notebooks`: a live
         judge session per RLinf session, or replay of its cells); made from the other arguments if absent.
     """
 

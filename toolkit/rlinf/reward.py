@@ -22,7 +22,7 @@ import re
 from typing import Any
 
 from toolkit.policy import policy_from_config
-from toolkit.reward import REWARD_POLICY, TestCase, pass_rates_sync
+from toolkit.rewards.passrate import REWARD_POLICY, TestCase, pass_rates_sync
 from toolkit.rlinf import codejudge_config
 from toolkit.sync import SyncJudgeClient
 

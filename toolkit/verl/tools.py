@@ -19,10 +19,10 @@ from typing import Any
 
 from toolkit.errors import ToolkitError
 from toolkit.models import Result, Submission
-from toolkit.notebooks import Notebooks
 from toolkit.policy import policy_from_config
 from toolkit.schemas import JUPYTER_SCHEMA, PYTHON_SCHEMA
-from toolkit.sessions import cell_text
+from toolkit.sessions.client import cell_text
+from toolkit.sessions.notebooks import Notebooks
 from toolkit.shared import get_shared
 from toolkit.verl.compat import LEGACY_VERL, BaseToolBase, make_response, make_schema, trace_op
 from toolkit.wrapper import format_error_text, format_tool_text, wrap_code
@@ -162,7 +162,7 @@ def _history_cells(calls: Any) -> list[str]:
 
 
 class JupyterTool(PythonTool):
-    """``jupyter_code(code)``: a notebook per trajectory (`toolkit.notebooks`).
+    """``jupyter_code(code)``: a notebook per trajectory (`toolkit.sessions.notebooks`).
 
     With verl's ``agent_data`` (verl >= 0.7 makes a tool instance per call) the notebook is the
     trajectory's (``agent_data.request_id``) and is closed when verl drops the trajectory's

@@ -1,4 +1,4 @@
-"""The math reward's client side (`toolkit.mathreward`, `toolkit.evaluate.maths`): the grader's output, scorer
+"""The math reward's client side (`toolkit.rewards.answers`, `toolkit.evaluate.maths`): the grader's output, scorer
 names and the summary (grading inside the sandbox: tests/integration/test_mathreward.py)."""
 
 from __future__ import annotations
@@ -6,7 +6,7 @@ from __future__ import annotations
 import pytest
 
 from toolkit.evaluate.maths import summarize_scores
-from toolkit.mathreward import MathScore, _parse_lines, grader_source
+from toolkit.rewards.answers import MathScore, _parse_lines, grader_source
 
 
 def test_grader_output_parsing_and_scorer_names() -> None:

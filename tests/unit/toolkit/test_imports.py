@@ -22,7 +22,7 @@ def test_toolkit_never_imports_judge_or_api() -> None:
 
 def test_import_toolkit_is_light() -> None:
     code = (
-        'import importlib.util, sys, toolkit, toolkit.rlinf, toolkit.rlinf.ext, toolkit.rlinf.reward, toolkit.reward\n'
+        'import importlib.util, sys, toolkit, toolkit.rlinf, toolkit.rlinf.ext, toolkit.rlinf.reward, toolkit.rewards\n'
         'import toolkit.evaluate.cli, toolkit.schemas\n'
         'heavy = lambda: [m for m in ("judge", "api", "torch", "verl", "rlinf", "ray") if m in sys.modules]\n'
         'print(heavy())\n'

@@ -1,4 +1,4 @@
-"""Pass-rate rewards (`toolkit.reward`): per-sample rates in one batch, unreliable when infra failed."""
+"""Pass-rate rewards (`toolkit.rewards.passrate`): per-sample rates in one batch, unreliable when infra failed."""
 
 from __future__ import annotations
 
@@ -7,7 +7,7 @@ from toolkit import RequestProcessor
 
 
 def test_reward_pass_rates() -> None:
-    from toolkit.reward import PassRate, TestCase, pass_rates
+    from toolkit.rewards.passrate import PassRate, TestCase, pass_rates
 
     async def main() -> None:
         async with fake_gateway() as gw:

@@ -68,7 +68,7 @@ def test_rlinf_success_means_the_program_ran_and_bad_calls_are_answered() -> Non
 
 
 def test_rlinf_reward_helpers() -> None:
-    from toolkit.reward import TestCase
+    from toolkit.rewards.passrate import TestCase
     from toolkit.rlinf.reward import extract_code, parse_tests
 
     assert extract_code('a\n```python\nprint(1)\n```\nb\n```py\nprint(2)\n```') == 'print(2)\n'

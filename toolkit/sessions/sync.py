@@ -23,7 +23,7 @@ from typing import Any, TypeVar
 from toolkit.client import DEFAULT_BASE_URL
 from toolkit.errors import ProcessorClosed
 from toolkit.policy import RetryPolicy
-from toolkit.sessions import CellResult, Session, Sessions
+from toolkit.sessions.client import CellResult, Session, Sessions
 
 __all__ = ['SyncSession', 'SyncSessions']
 

@@ -24,13 +24,13 @@ from typing import Any
 from toolkit.errors import RequestRejected, ToolkitError
 from toolkit.models import Result, Submission
 from toolkit.policy import BatchPolicy
-from toolkit.sessions import Sessions
+from toolkit.sessions.client import Sessions
 from toolkit.shared import get_shared
 from toolkit.wrapper import wrap_code
 
 __all__ = ['MODES', 'Notebooks']
 
-logger = logging.getLogger('toolkit.notebooks')
+logger = logging.getLogger('toolkit.sessions.notebooks')
 
 MODES = ('auto', 'sessions', 'replay')
 
