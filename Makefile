@@ -132,7 +132,7 @@ test-client: install
 	$(BASE_PYTHON) -m venv $(CLIENT_VENV)
 	$(CLIENT_VENV)/bin/pip install -q './client[test]'
 	JUDGE_CLIENT_ONLY=1 JUDGE_SERVER_PYTHON=$(CURDIR)/$(PY) $(CLIENT_VENV)/bin/pytest -p no:cacheprovider -q \
-		--import-mode=append tests/frameworks/test_client.py tests/unit/toolkit tests/integration/test_toolkit.py
+		--import-mode=append tests/frameworks/test_client.py tests/unit/toolkit tests/integration/toolkit/test_toolkit.py
 
 # The lower bounds of pyproject.toml, tested: a fresh venv with every runtime dependency at its
 # minimum (scripts/lower_bounds.py; their own dependencies resolve freely), the test tools from the

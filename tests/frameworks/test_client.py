@@ -1,7 +1,7 @@
 """The client distribution installed alone (``make test-client``: a fresh venv with ``./client`` only).
 
 ``make test-client`` then runs the toolkit's own tests (``tests/unit/toolkit/`` and the real-gateway
-``tests/integration/test_toolkit.py``) in that venv, importing ``toolkit`` from the installed wheel.
+``tests/integration/toolkit/test_toolkit.py``) in that venv, importing ``toolkit`` from the installed wheel.
 """
 
 from __future__ import annotations

@@ -1,5 +1,5 @@
 """The capacity model (`toolkit.bench.model`) and process kinds (`toolkit.bench.cpu`), from hand-made profiles
-and process snapshots (`bench capacity` on a real stack: tests/integration/test_bench.py)."""
+and process snapshots (`bench capacity` on a real stack: tests/integration/toolkit/test_bench.py)."""
 
 from __future__ import annotations
 

@@ -1,5 +1,5 @@
 """The math reward's client side (`toolkit.rewards.answers`, `toolkit.evaluate.maths`): the grader's output, scorer
-names and the summary (grading inside the sandbox: tests/integration/test_mathreward.py)."""
+names and the summary (grading inside the sandbox: tests/integration/toolkit/test_answers.py)."""
 
 from __future__ import annotations
 

@@ -1,5 +1,5 @@
 """The manager spec's checks and the launch request (`judge.worker.communication`); the launcher itself
-runs on the real stack in `tests.integration.test_door_piston_communication`."""
+runs on the real stack in `tests.integration.doors.test_piston_communication`."""
 
 from __future__ import annotations
 

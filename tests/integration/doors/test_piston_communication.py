@@ -9,7 +9,7 @@ from typing import Any
 
 import pytest
 
-from tests.integration.test_door_piston import execute, ioi_score
+from tests.integration.doors.test_piston import execute, ioi_score
 
 pytestmark = pytest.mark.integration
 

@@ -1,0 +1,1 @@
+"""The client toolkit (client, sessions, rewards, evaluation, benchmarks) against a real stack."""
