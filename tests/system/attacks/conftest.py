@@ -2,13 +2,13 @@
 
 Every attack runs through a real stack (redis-server, a prefork Celery worker with two sandbox slots,
 the uvicorn gateway, over HTTP: the session's, or a module's own), and only after
-`tests.support.attack_kit.run_safety_gate` has proved that submissions run as a non-root uid, in a
+`tests.support.attacks.kit.run_safety_gate` has proved that submissions run as a non-root uid, in a
 private pid namespace and in bounded cgroups: the gate refuses otherwise (a skip, or a failure with
 ``JUDGE_REQUIRE_ATTACKS=1``), and nothing is submitted.
 
 * ``safety_gate`` (autouse, per module) proves the gate once per stack before a module's first test.
-* ``health`` wraps an attack in the slot-health check (`tests.support.attack_kit.SlotHealth`).
-* ``main_batch`` sends the suite's main batch (`tests.support.attack_batch`) once per stack, after the
+* ``health`` wraps an attack in the slot-health check (`tests.support.attacks.kit.SlotHealth`).
+* ``main_batch`` sends the suite's main batch (`tests.support.attacks.batch`) once per stack, after the
   gate, for the tests of every class file that check one of its cases.
 """
 
@@ -18,8 +18,8 @@ from collections.abc import Iterator
 
 import pytest
 
-from tests.support.attack_batch import MainBatch, run_main_batch
-from tests.support.attack_kit import SafetyInfo, SlotHealth, run_safety_gate
+from tests.support.attacks.batch import MainBatch, run_main_batch
+from tests.support.attacks.kit import SafetyInfo, SlotHealth, run_safety_gate
 from tests.support.stack import Stack
 
 _GATES: dict[str, SafetyInfo] = {}

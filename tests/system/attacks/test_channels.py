@@ -1,7 +1,7 @@
 """Channels between concurrent slots: locks on shared host files, watches on shared directories, the page cache.
 
 Each attack runs a sender and a receiver side by side in the two slots (one batch; programs in
-`tests.support.channel_programs`), synchronised by time as an attacker would: the sender sets its bits at once and
+`tests.support.attacks.channels`), synchronised by time as an attacker would: the sender sets its bits at once and
 holds them, the receiver probes a moment later.  A pair counts only when the two ran in different slots and the
 receiver probed while the sender held its state; the receiver must learn nothing: a lock probe finds no lock, a
 watch cannot be placed, a cache probe is refused or answers the same whatever the cache holds.  On the host, the
@@ -18,8 +18,7 @@ from typing import Any
 import pytest
 
 from judge.sandbox.kernel import seccomp
-from tests.support.attack_kit import SlotHealth, bash, batch, c, py, report_of, survived
-from tests.support.channel_programs import (
+from tests.support.attacks.channels import (
     BASH_CACHE_PROBE,
     BASH_EVICTOR,
     BASH_LOCK_RECEIVER,
@@ -38,6 +37,7 @@ from tests.support.channel_programs import (
     PY_WATCHER,
     WAIT_S,
 )
+from tests.support.attacks.kit import SlotHealth, bash, batch, c, py, report_of, survived
 from tests.support.host_view import evict, page_cache
 
 pytestmark = [pytest.mark.integration, pytest.mark.attack, pytest.mark.both_paths]

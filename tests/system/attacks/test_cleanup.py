@@ -18,7 +18,7 @@ from typing import Any
 
 import pytest
 
-from tests.support.attack_kit import SLOTS, SlotHealth, bash, batch, c, py, report_of, survived
+from tests.support.attacks.kit import SLOTS, SlotHealth, bash, batch, c, py, report_of, survived
 
 pytestmark = [pytest.mark.integration, pytest.mark.attack, pytest.mark.both_paths]
 

@@ -19,7 +19,18 @@ from contextlib import contextmanager
 
 import pytest
 
-from tests.support.attack_kit import C_CLONE, CLONE_NR, CLONE_PARENT, SlotHealth, accepted, bash, batch, c, py, survived
+from tests.support.attacks.kit import (
+    C_CLONE,
+    CLONE_NR,
+    CLONE_PARENT,
+    SlotHealth,
+    accepted,
+    bash,
+    batch,
+    c,
+    py,
+    survived,
+)
 from tests.support.helpers import post
 from tests.support.host_view import pids_cgroup_dir
 

@@ -18,7 +18,7 @@ from typing import Any
 import pytest
 
 from judge.sandbox.kernel.coredump import CORE_LIMIT
-from tests.support.attack_kit import SlotHealth, bash, batch, c, py, report_of, survived
+from tests.support.attacks.kit import SlotHealth, bash, batch, c, py, report_of, survived
 
 pytestmark = [pytest.mark.integration, pytest.mark.attack, pytest.mark.both_paths]
 

@@ -20,7 +20,7 @@ from pathlib import Path
 import pytest
 
 from judge.sandbox.kernel import cgroups
-from tests.support.attack_kit import SlotHealth, bash, batch, c, py, report_of, survived
+from tests.support.attacks.kit import SlotHealth, bash, batch, c, py, report_of, survived
 
 pytestmark = [pytest.mark.integration, pytest.mark.attack, pytest.mark.both_paths]
 

@@ -1,7 +1,7 @@
 """File system: the host's files (secrets, the project, /root, /proc/1), writes outside the work dir, symlink
 and hard-link tricks, C++ includes of host files, and other submissions' compiled binaries.
 
-Most cases are in the main batch (`tests.support.attack_batch`); the compile cache has its own.  Not
+Most cases are in the main batch (`tests.support.attacks.batch`); the compile cache has its own.  Not
 attacks, but checked with them: /dev/null, /dev/urandom and a private /dev/shm stay usable."""
 
 from __future__ import annotations
@@ -11,8 +11,8 @@ from pathlib import Path
 
 import pytest
 
-from tests.support.attack_batch import DENIED, EMPTY, PROJECT_FILE, MainBatch, refused
-from tests.support.attack_kit import batch, py, report_of, survived
+from tests.support.attacks.batch import DENIED, EMPTY, PROJECT_FILE, MainBatch, refused
+from tests.support.attacks.kit import batch, py, report_of, survived
 from tests.support.stack import Stack
 
 pytestmark = [pytest.mark.integration, pytest.mark.attack, pytest.mark.both_paths]

@@ -6,15 +6,15 @@ the end of the script ends itself, exactly as under ``python3 file.py``, and its
 verdict stand.  Fresh processes (C, bash) never had the problem; their cases guard it.
 
 A forged end record (the FIFO warm Python reports its end in) ends only its own execution: checked in the
-main batch (`tests.support.attack_batch`) and, with a child that leaves its process group, here.
+main batch (`tests.support.attacks.batch`) and, with a child that leaves its process group, here.
 """
 
 from __future__ import annotations
 
 import pytest
 
-from tests.support.attack_batch import MainBatch
-from tests.support.attack_kit import SlotHealth, bash, batch, c, py, report_of, survived
+from tests.support.attacks.batch import MainBatch
+from tests.support.attacks.kit import SlotHealth, bash, batch, c, py, report_of, survived
 from tests.support.stack import TIME_LIMIT_S
 
 pytestmark = [pytest.mark.integration, pytest.mark.attack, pytest.mark.both_paths]

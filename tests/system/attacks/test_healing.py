@@ -18,7 +18,7 @@ import time
 
 import pytest
 
-from tests.support.attack_kit import SlotHealth, accepted, batch, py
+from tests.support.attacks.kit import SlotHealth, accepted, batch, py
 from tests.support.host_view import descendants, is_zygote, pids_cgroup_dir, slot_servers
 from tests.support.stack import Stack
 

@@ -19,8 +19,8 @@ from pathlib import Path
 
 import pytest
 
-from tests.support.attack_batch import MainBatch
-from tests.support.attack_kit import SlotHealth, bash, batch, c, py, report_of, survived
+from tests.support.attacks.batch import MainBatch
+from tests.support.attacks.kit import SlotHealth, bash, batch, c, py, report_of, survived
 from tests.support.host_view import descendants, is_zygote
 from tests.support.stack import Stack
 

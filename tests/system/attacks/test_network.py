@@ -1,6 +1,6 @@
 """Network: TCP, UDP, IPv6, raw and netlink sockets, DNS, and a world-writable Unix socket on the host.
 
-The socket cases are in the main batch (`tests.support.attack_batch`): seccomp refuses the socket itself.
+The socket cases are in the main batch (`tests.support.attacks.batch`): seccomp refuses the socket itself.
 Pathname Unix sockets cross network namespaces and Landlock (ABI 7) does not govern connect(): a listener
 on the host records whatever would arrive."""
 
@@ -17,8 +17,8 @@ from pathlib import Path
 
 import pytest
 
-from tests.support.attack_batch import NET_DENIED, MainBatch, refused
-from tests.support.attack_kit import batch, py, report_of, survived
+from tests.support.attacks.batch import NET_DENIED, MainBatch, refused
+from tests.support.attacks.kit import batch, py, report_of, survived
 
 pytestmark = [pytest.mark.integration, pytest.mark.attack, pytest.mark.both_paths]
 

@@ -1,6 +1,6 @@
 """Privileges: dangerous syscalls (ptrace, unshare, setns, mount, bpf, io_uring, keyctl, clone into new
 namespaces...) are refused, and a program runs with a clean environment, no capabilities, no inherited
-descriptors, as its slot's uid (both in the main batch, `tests.support.attack_batch`)."""
+descriptors, as its slot's uid (both in the main batch, `tests.support.attacks.batch`)."""
 
 from __future__ import annotations
 
@@ -8,8 +8,8 @@ import os
 
 import pytest
 
-from tests.support.attack_batch import MainBatch
-from tests.support.attack_kit import SafetyInfo, report_of, survived
+from tests.support.attacks.batch import MainBatch
+from tests.support.attacks.kit import SafetyInfo, report_of, survived
 
 pytestmark = [pytest.mark.integration, pytest.mark.attack, pytest.mark.both_paths]
 

@@ -6,7 +6,7 @@ execution until the slot's pids cgroup is empty.  The health check after each at
 and starts 20 threads in every slot (the budget is 64) and checks on the host that each slot's pids
 cgroup holds nothing but its spare.
 
-From the main batch (`tests.support.attack_batch`): nothing of its fork and thread bombs or of its setsid
+From the main batch (`tests.support.attacks.batch`): nothing of its fork and thread bombs or of its setsid
 daemons (a double fork, a Popen in a session of its own) is alive on the host right after the answer.
 """
 
@@ -16,8 +16,8 @@ import os
 
 import pytest
 
-from tests.support.attack_batch import MainBatch
-from tests.support.attack_kit import (
+from tests.support.attacks.batch import MainBatch
+from tests.support.attacks.kit import (
     C_CLONE,
     CLONE_NR,
     CLONE_PARENT,

@@ -1,5 +1,5 @@
 """Resource limits: fork and thread bombs, a memory bomb, rlimits a program tries to raise, alarms cancelled to
-outlive the wall limit, endless output, a huge file (all in the main batch, `tests.support.attack_batch`).
+outlive the wall limit, endless output, a huge file (all in the main batch, `tests.support.attacks.batch`).
 
 Each test asserts what stopped the attack (the errno in the program's report, the verdict and exit code) and
 that it was the limit, not the clock."""
@@ -13,8 +13,8 @@ from pathlib import Path
 import pytest
 
 from judge.sandbox.kernel.coredump import CORE_LIMIT
-from tests.support.attack_batch import FILE_LIMIT, MAX_CHARS, MainBatch
-from tests.support.attack_kit import MEMORY_BOUND, NPROC_SLACK, PIDS_BOUND, report_of, survived
+from tests.support.attacks.batch import FILE_LIMIT, MAX_CHARS, MainBatch
+from tests.support.attacks.kit import MEMORY_BOUND, NPROC_SLACK, PIDS_BOUND, report_of, survived
 from tests.support.stack import TIME_LIMIT_S, Stack
 
 pytestmark = [pytest.mark.integration, pytest.mark.attack, pytest.mark.both_paths]

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pytest
 
-from tests.support.attack_kit import PIDS_BOUND, SLOTS, SafetyInfo
+from tests.support.attacks.kit import PIDS_BOUND, SLOTS, SafetyInfo
 
 pytestmark = [pytest.mark.integration, pytest.mark.attack, pytest.mark.both_paths]
 

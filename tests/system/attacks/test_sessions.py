@@ -23,9 +23,9 @@ import pytest
 
 from judge.sandbox.kernel import cgroups
 from judge.sandbox.kernel.coredump import CORE_LIMIT
-from tests.support.attack_batch import DENIED, NET_DENIED, PROJECT_FILE, MainBatch, refused
-from tests.support.attack_kit import PIDS_BOUND, SafetyInfo, batch, program, py, report_of, survived
-from tests.support.attack_programs import (
+from tests.support.attacks.batch import DENIED, NET_DENIED, PROJECT_FILE, MainBatch, refused
+from tests.support.attacks.kit import PIDS_BOUND, SafetyInfo, batch, program, py, report_of, survived
+from tests.support.attacks.programs import (
     DEV_NODES,
     DEV_SHM,
     DNS,

@@ -7,7 +7,7 @@ import os
 
 import pytest
 
-from tests.support.attack_kit import batch, py, report_of, survived
+from tests.support.attacks.kit import batch, py, report_of, survived
 from tests.support.host_view import slot_servers
 from tests.support.stack import Stack
 

@@ -5,8 +5,8 @@ from __future__ import annotations
 
 import pytest
 
-from tests.support.attack_batch import MainBatch
-from tests.support.attack_kit import SafetyInfo, batch
+from tests.support.attacks.batch import MainBatch
+from tests.support.attacks.kit import SafetyInfo, batch
 from tests.support.host_view import settled_slot_leftovers
 from tests.support.stack import TIME_LIMIT_S, Stack
 

@@ -1,11 +1,11 @@
 """The attack suite's main batch: most of its single-program attacks in one long batch, sent once.
 
-The cases (programs in `tests.support.attack_programs`) run side by side on both slots, the two wall-clock
+The cases (programs in `tests.support.attacks.programs`) run side by side on both slots, the two wall-clock
 cases first (about 6 s of wall time in all), and the host is checked right after the answer, before
 anything else runs: live processes of the slot uids (`MainBatch.leftovers`) and daemons ``pgrep -f`` finds
 (`MainBatch.daemons_after`).  The files of tests/system/attacks/ (one per attack class) check the cases of
 their class through the package fixture ``main_batch`` (tests/system/attacks/conftest.py), which sends the
-batch only once the safety gate (`tests.support.attack_kit.run_safety_gate`) has passed."""
+batch only once the safety gate (`tests.support.attacks.kit.run_safety_gate`) has passed."""
 
 from __future__ import annotations
 
@@ -22,8 +22,8 @@ from typing import Any
 from urllib.parse import urlsplit
 
 from judge.sandbox.kernel import cgroups
-from tests.support.attack_kit import SafetyInfo, batch, py
-from tests.support.attack_programs import (
+from tests.support.attacks.kit import SafetyInfo, batch, py
+from tests.support.attacks.programs import (
     ALARM,
     CPP_INCLUDE,
     DAEMON,

@@ -1,6 +1,6 @@
-"""The programs of the attack suite's main batch (`tests.support.attack_batch`), one per case.
+"""The programs of the attack suite's main batch (`tests.support.attacks.batch`), one per case.
 
-Each Python program runs after `tests.support.attack_kit.PRELUDE` (its parameters in ``P``, ``attempt``,
+Each Python program runs after `tests.support.attacks.kit.PRELUDE` (its parameters in ``P``, ``attempt``,
 ``read``, ``report``) and prints one compact JSON report that the tests read with ``report_of``."""
 
 from __future__ import annotations

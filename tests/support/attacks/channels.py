@@ -4,7 +4,7 @@ Each attack is a pair run at the same time in the two slots: a sender that encod
 could see (locks on shared host files, the page cache) and a receiver that probes it a moment later.  Every
 program reports its slot (``/proc/self/cgroup``) and wall-clock times, so the test can tell that the two ran
 side by side in different slots and that the receiver probed while the sender held its state.  The Python
-programs use `tests.support.attack_kit`'s prelude (``P``, ``attempt``, ``report``, ``slot``); the C and bash
+programs use `tests.support.attacks.kit`'s prelude (``P``, ``attempt``, ``report``, ``slot``); the C and bash
 ones read their parameters from stdin (``warm`` compiles and exits) and print one JSON line.
 """
 
