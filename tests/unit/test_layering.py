@@ -162,7 +162,8 @@ def imported_from(node: ast.Import | ast.ImportFrom) -> set[str]:
 def test_the_process_folders_exist_and_modules_stay_small() -> None:
     folders = ['judge/worker', 'judge/transport/internals', 'judge/transport/sessions']
     folders += ['judge/transport/gateway', 'judge/transport/worker']
-    folders += ['toolkit/verl', 'toolkit/rlinf', 'toolkit/evaluate', 'toolkit/bench']
+    folders += ['toolkit/sessions', 'toolkit/rewards', 'toolkit/verl', 'toolkit/rlinf']
+    folders += ['toolkit/evaluate', 'toolkit/bench']
     folders += ['judge/sandbox/server', 'judge/sandbox/server/warm', 'judge/sandbox/server/files']
     folders += ['judge/sandbox/zygote', 'judge/sandbox/kernel']
     for folder in folders:
