@@ -168,15 +168,26 @@ def main() -> int:
                     stop = True
             time.sleep(0.5)
     finally:
-        for _, proc in reversed(procs):
+        stop_all(procs)
+    return 0
+
+
+def stop_all(procs: list[tuple[str, subprocess.Popen[bytes]]], timeout_s: float = 15.0) -> None:
+    """Stop what `main` started, the broker last: the worker's warm shutdown lets running tasks
+    finish and answer, and the gateway and worker leave their state in Redis (in-flight count, node
+    record) before it goes.  Each group gets SIGTERM, then SIGKILL after ``timeout_s``."""
+    services = [proc for name, proc in reversed(procs) if name != 'redis']
+    brokers = [proc for name, proc in procs if name == 'redis']
+    for group in (services, brokers):
+        for proc in group:
             if proc.poll() is None:
                 proc.send_signal(signal.SIGTERM)
-        for _, proc in reversed(procs):
+        for proc in group:
             try:
-                proc.wait(timeout=15)
+                proc.wait(timeout=timeout_s)
             except subprocess.TimeoutExpired:
                 os.killpg(proc.pid, signal.SIGKILL)
-    return 0
+                proc.wait()
 
 
 if __name__ == '__main__':
