@@ -94,48 +94,43 @@ class MainBatch:
     daemons_after: list[str] = field(default_factory=list)
 
 
+WRITE_TARGETS = ('tmp', 'var_tmp', 'dev_shm', 'cache', 'repo')
+"""The host places `host_cases`' writer tries, named as in `planted_paths`."""
+
+
 @contextlib.contextmanager
-def run_main_batch(stack: Stack, gateway_url: str, gate: SafetyInfo) -> Iterator[MainBatch]:
-    """Send the main batch (``gate``: the safety gate has passed) and check the host right after it; the files
-    it planted on the host are removed on exit."""
+def planted_paths(stack: Stack) -> Iterator[tuple[str, dict[str, Path]]]:
+    """A fresh marker and the host paths the attacks aim at: two world-readable secrets planted now
+    (``tmp_secret``, ``var_tmp_secret``) and the `WRITE_TARGETS` no write may reach; all removed on exit."""
     marker = f'judge-attack-{uuid.uuid4().hex[:12]}'
-    base = ''.join(random.choice('123456789') for _ in range(9))
     secret_dir = Path('/tmp', f'{marker}-secrets')
     secret_dir.mkdir(mode=0o755)
-    var_tmp_secret = Path('/var/tmp', f'{marker}-secret.txt')
     paths = {
         'tmp_secret': secret_dir / 'secret.txt',
-        'var_tmp_secret': var_tmp_secret,
+        'var_tmp_secret': Path('/var/tmp', f'{marker}-secret.txt'),
         'tmp': Path('/tmp', marker),
         'var_tmp': Path('/var/tmp', marker),
         'dev_shm': Path('/dev/shm', marker),
         'cache': Path(stack.env['JUDGE_CACHE_DIR'], marker),
         'repo': REPO / marker,
     }
-    for key in ('tmp_secret', 'var_tmp_secret'):
-        paths[key].write_text(f'TOP-SECRET-{marker}\n')
-        paths[key].chmod(0o644)  # world-readable: only the jail's own rules keep it out
-    markers = {
-        'base': base,
-        'exit_popen': f'1234.{base}1',
-        'exit_fork': f'1234.{base}2',
-        'linger_popen': f'1234.{base}3',
-        'linger_fork': f'1234.{base}4',
-    }
-    arch = os.uname().machine
-    cases: dict[str, dict[str, Any]] = {
-        # the two wall-clock cases first, so they run side by side on the two slots
-        'alarm': py(ALARM),
-        'daemon_linger': py(
-            DAEMON,
-            base=base,
-            popen_marker=markers['linger_popen'],
-            fork_marker=markers['linger_fork'],
-            linger=True,
-        ),
-        'daemon_exit': py(
-            DAEMON, base=base, popen_marker=markers['exit_popen'], fork_marker=markers['exit_fork'], linger=False
-        ),
+    try:
+        for key in ('tmp_secret', 'var_tmp_secret'):
+            paths[key].write_text(f'TOP-SECRET-{marker}\n')
+            paths[key].chmod(0o644)  # world-readable: only the jail's own rules keep it out
+        yield marker, paths
+    finally:
+        for path in paths.values():
+            path.unlink(missing_ok=True)
+        secret_dir.rmdir()
+
+
+def host_cases(
+    stack: Stack, gateway_url: str, marker: str, paths: dict[str, Path], cgroup_roots: list[str]
+) -> dict[str, dict[str, Any]]:
+    """The Python attacks on what the host holds: its network and names, its files (``paths``), the
+    cgroups under ``cgroup_roots`` and its processes."""
+    return {
         'network': py(NETWORK, redis_port=_port(stack.redis_url), gateway_port=_port(gateway_url)),
         'dns': py(DNS),
         'read_files': py(
@@ -149,29 +144,59 @@ def run_main_batch(stack: Stack, gateway_url: str, gate: SafetyInfo) -> Iterator
         'write_files': py(
             WRITE_FILES,
             name=marker,
-            cgroup_roots=[str(Path(root, 'cgroup.procs')) for root in dict.fromkeys(_roots()) if os.path.isdir(root)],
-            **{k: str(paths[k]) for k in ('tmp', 'var_tmp', 'dev_shm', 'cache', 'repo')},
+            cgroup_roots=[str(Path(root, 'cgroup.procs')) for root in cgroup_roots if os.path.isdir(root)],
+            **{k: str(paths[k]) for k in WRITE_TARGETS},
         ),
         'list_proc': py(LIST_PROC),
-        'forged_done': py(FORGED_DONE),
-        'fork_bomb': py(FORK_BOMB),
-        'thread_bomb': py(THREAD_BOMB),
-        'memory_bomb': py(MEMORY_BOMB, expected='done'),
-        'rlimits': py(RLIMITS),
-        'stdout_flood': py(STDOUT_FLOOD, expected='x'),
-        'stderr_flood': py(STDERR_FLOOD),
-        'huge_file': py(HUGE_FILE, name=f'{marker}.bin'),
-        'symlinks': py(SYMLINKS, project_file=str(PROJECT_FILE), repo=str(REPO)),
-        'environment': py(ENVIRONMENT),
-        'dev_nodes': py(DEV_NODES),
-        'dev_shm': py(DEV_SHM, name=f'{marker}-shm'),
-        'cpp_include_shadow': {'type': 'cpp', 'solution': CPP_INCLUDE % '/etc/shadow'},
-        'cpp_include_project': {'type': 'cpp', 'solution': CPP_INCLUDE % PROJECT_FILE},
     }
-    if arch in SYSCALL_NUMBERS:
-        cases['syscalls'] = py(SYSCALLS, nr=SYSCALL_NUMBERS[arch])
-    state = MainBatch(marker=marker, paths=paths, markers=markers)
-    try:
+
+
+@contextlib.contextmanager
+def run_main_batch(stack: Stack, gateway_url: str, gate: SafetyInfo) -> Iterator[MainBatch]:
+    """Send the main batch (``gate``: the safety gate has passed) and check the host right after it; the files
+    it planted on the host are removed on exit."""
+    with planted_paths(stack) as (marker, paths):
+        base = ''.join(random.choice('123456789') for _ in range(9))
+        markers = {
+            'base': base,
+            'exit_popen': f'1234.{base}1',
+            'exit_fork': f'1234.{base}2',
+            'linger_popen': f'1234.{base}3',
+            'linger_fork': f'1234.{base}4',
+        }
+        arch = os.uname().machine
+        cases: dict[str, dict[str, Any]] = {
+            # the two wall-clock cases first, so they run side by side on the two slots
+            'alarm': py(ALARM),
+            'daemon_linger': py(
+                DAEMON,
+                base=base,
+                popen_marker=markers['linger_popen'],
+                fork_marker=markers['linger_fork'],
+                linger=True,
+            ),
+            'daemon_exit': py(
+                DAEMON, base=base, popen_marker=markers['exit_popen'], fork_marker=markers['exit_fork'], linger=False
+            ),
+            **host_cases(stack, gateway_url, marker, paths, list(dict.fromkeys(_roots()))),
+            'forged_done': py(FORGED_DONE),
+            'fork_bomb': py(FORK_BOMB),
+            'thread_bomb': py(THREAD_BOMB),
+            'memory_bomb': py(MEMORY_BOMB, expected='done'),
+            'rlimits': py(RLIMITS),
+            'stdout_flood': py(STDOUT_FLOOD, expected='x'),
+            'stderr_flood': py(STDERR_FLOOD),
+            'huge_file': py(HUGE_FILE, name=f'{marker}.bin'),
+            'symlinks': py(SYMLINKS, project_file=str(PROJECT_FILE), repo=str(REPO)),
+            'environment': py(ENVIRONMENT),
+            'dev_nodes': py(DEV_NODES),
+            'dev_shm': py(DEV_SHM, name=f'{marker}-shm'),
+            'cpp_include_shadow': {'type': 'cpp', 'solution': CPP_INCLUDE % '/etc/shadow'},
+            'cpp_include_project': {'type': 'cpp', 'solution': CPP_INCLUDE % PROJECT_FILE},
+        }
+        if arch in SYSCALL_NUMBERS:
+            cases['syscalls'] = py(SYSCALLS, nr=SYSCALL_NUMBERS[arch])
+        state = MainBatch(marker=marker, paths=paths, markers=markers)
         start = time.monotonic()
         results = batch(gateway_url, list(cases.values()))
         state.wall_s = time.monotonic() - start
@@ -180,7 +205,3 @@ def run_main_batch(stack: Stack, gateway_url: str, gate: SafetyInfo) -> Iterator
         state.daemons_after = _pgrep(base)
         state.results = dict(zip(cases, results, strict=True))
         yield state
-    finally:
-        for key in ('tmp_secret', 'var_tmp_secret', 'tmp', 'var_tmp', 'dev_shm', 'cache', 'repo'):
-            paths[key].unlink(missing_ok=True)
-        secret_dir.rmdir()

@@ -13,7 +13,6 @@ import os
 import random
 import subprocess
 import time
-import uuid
 from collections.abc import Iterator
 from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
@@ -23,26 +22,22 @@ import pytest
 
 from judge.sandbox.kernel import cgroups
 from judge.sandbox.kernel.coredump import CORE_LIMIT
-from tests.support.attacks.batch import DENIED, NET_DENIED, PROJECT_FILE, MainBatch, refused
+from tests.support.attacks.batch import DENIED, NET_DENIED, PROJECT_FILE, MainBatch, host_cases, planted_paths, refused
 from tests.support.attacks.kit import PIDS_BOUND, SafetyInfo, batch, program, py, report_of, survived
 from tests.support.attacks.programs import (
     DEV_NODES,
     DEV_SHM,
-    DNS,
     ENVIRONMENT,
     FORK_BOMB,
     HUGE_FILE,
-    LIST_PROC,
     MEMORY_BOMB,
     NETWORK,
-    READ_FILES,
     RLIMITS,
     STDOUT_FLOOD,
     SYMLINKS,
     SYSCALL_NUMBERS,
     SYSCALLS,
     THREAD_BOMB,
-    WRITE_FILES,
 )
 from tests.support.helpers import request
 from tests.support.paths import ROOT as REPO
@@ -81,69 +76,30 @@ def value(url: str, sid: str, code: str) -> Any:
 @pytest.fixture(scope='module')
 def session_batch(stack: Stack, gateway_url: str, safety_gate: SafetyInfo) -> Iterator[MainBatch]:
     """The main batch's Python cases, each as a cell of a fresh session."""
-    marker = f'judge-attack-{uuid.uuid4().hex[:12]}'
-    secret_dir = Path('/tmp', f'{marker}-secrets')
-    secret_dir.mkdir(mode=0o755)
-    paths = {
-        'tmp_secret': secret_dir / 'secret.txt',
-        'var_tmp_secret': Path('/var/tmp', f'{marker}-secret.txt'),
-        'tmp': Path('/tmp', marker),
-        'var_tmp': Path('/var/tmp', marker),
-        'dev_shm': Path('/dev/shm', marker),
-        'cache': Path(stack.env['JUDGE_CACHE_DIR'], marker),
-        'repo': REPO / marker,
-    }
-    for key in ('tmp_secret', 'var_tmp_secret'):
-        paths[key].write_text(f'TOP-SECRET-{marker}\n')
-        paths[key].chmod(0o644)
-    cases = {
-        'network': py(
-            NETWORK,
-            redis_port=int(stack.redis_url.rsplit(':', 1)[1].split('/')[0]),
-            gateway_port=int(gateway_url.rsplit(':', 1)[1]),
-        ),
-        'dns': py(DNS),
-        'read_files': py(
-            READ_FILES,
-            project_file=str(PROJECT_FILE),
-            repo=str(REPO),
-            tmp_secret=str(paths['tmp_secret']),
-            var_tmp_secret=str(paths['var_tmp_secret']),
-            worker_pid=stack.worker.proc.pid,
-        ),
-        'write_files': py(
-            WRITE_FILES,
-            name=marker,
-            cgroup_roots=[str(Path(root, 'cgroup.procs')) for root in cgroup_roots() if os.path.isdir(root)],
-            **{k: str(paths[k]) for k in ('tmp', 'var_tmp', 'dev_shm', 'cache', 'repo')},
-        ),
-        'list_proc': py(LIST_PROC),
-        'fork_bomb': py(FORK_BOMB),
-        'thread_bomb': py(THREAD_BOMB),
-        'memory_bomb': py(MEMORY_BOMB),
-        'rlimits': py(RLIMITS),
-        'stdout_flood': py(STDOUT_FLOOD),
-        'huge_file': py(HUGE_FILE, name=f'{marker}.bin'),
-        'symlinks': py(SYMLINKS, project_file=str(PROJECT_FILE), repo=str(REPO)),
-        'environment': py(ENVIRONMENT),
-        'dev_nodes': py(DEV_NODES),
-        'dev_shm': py(DEV_SHM, name=f'{marker}-shm'),
-    }
-    if os.uname().machine in SYSCALL_NUMBERS:
-        cases['syscalls'] = py(SYSCALLS, nr=SYSCALL_NUMBERS[os.uname().machine])
+    with planted_paths(stack) as (marker, paths):
+        cases = {
+            **host_cases(stack, gateway_url, marker, paths, cgroup_roots()),
+            'fork_bomb': py(FORK_BOMB),
+            'thread_bomb': py(THREAD_BOMB),
+            'memory_bomb': py(MEMORY_BOMB),
+            'rlimits': py(RLIMITS),
+            'stdout_flood': py(STDOUT_FLOOD),
+            'huge_file': py(HUGE_FILE, name=f'{marker}.bin'),
+            'symlinks': py(SYMLINKS, project_file=str(PROJECT_FILE), repo=str(REPO)),
+            'environment': py(ENVIRONMENT),
+            'dev_nodes': py(DEV_NODES),
+            'dev_shm': py(DEV_SHM, name=f'{marker}-shm'),
+        }
+        if os.uname().machine in SYSCALL_NUMBERS:
+            cases['syscalls'] = py(SYSCALLS, nr=SYSCALL_NUMBERS[os.uname().machine])
 
-    def run(sub: dict[str, Any]) -> dict[str, Any]:
-        return cell(gateway_url, session(gateway_url), sub['solution'])
+        def run(sub: dict[str, Any]) -> dict[str, Any]:
+            return cell(gateway_url, session(gateway_url), sub['solution'])
 
-    state = MainBatch(marker=marker, paths=paths, markers={})
-    try:
+        state = MainBatch(marker=marker, paths=paths, markers={})
         with ThreadPoolExecutor(4) as pool:
             state.results = dict(zip(cases, pool.map(run, cases.values()), strict=True))
         yield state
-    finally:
-        for key in ('tmp_secret', 'var_tmp_secret', 'tmp', 'var_tmp', 'dev_shm', 'cache', 'repo'):
-            paths[key].unlink(missing_ok=True)
-        secret_dir.rmdir()
 
 
 # --- the submissions' attacks, as cells ------------------------------------------------------------
