@@ -17,6 +17,8 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parent.parent
 RUN_DIR = ROOT / '.run'
 logger = logging.getLogger('judge.stack')
+BROKER = 'redis'
+"""The name `main` gives the private Redis it starts, which `stop_all` stops last."""
 
 
 def free_port() -> int:
@@ -120,7 +122,7 @@ def main() -> int:
             port = free_port()  # something already listens there: do not share it by accident
         except TimeoutError:
             pass
-        procs.append(('redis', start_redis(port, RUN_DIR / 'redis')))
+        procs.append((BROKER, start_redis(port, RUN_DIR / 'redis')))
         env['REDIS_URI'] = f'redis://127.0.0.1:{port}/0'
     logger.info('broker: %s', env['REDIS_URI'])
     gw_port = int(env.get('JUDGE_GATEWAY_PORT', '8088'))
@@ -176,8 +178,8 @@ def stop_all(procs: list[tuple[str, subprocess.Popen[bytes]]], timeout_s: float 
     """Stop what `main` started, the broker last: the worker's warm shutdown lets running tasks
     finish and answer, and the gateway and worker leave their state in Redis (in-flight count, node
     record) before it goes.  Each group gets SIGTERM, then SIGKILL after ``timeout_s``."""
-    services = [proc for name, proc in reversed(procs) if name != 'redis']
-    brokers = [proc for name, proc in procs if name == 'redis']
+    services = [proc for name, proc in reversed(procs) if name != BROKER]
+    brokers = [proc for name, proc in procs if name == BROKER]
     for group in (services, brokers):
         for proc in group:
             if proc.poll() is None:

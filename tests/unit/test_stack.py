@@ -7,7 +7,7 @@ import sys
 import time
 from pathlib import Path
 
-from judge.stack import stop_all
+from judge.stack import BROKER, stop_all
 
 CHILD = """
 import signal, sys, time
@@ -38,20 +38,20 @@ def _start(tmp_path: Path, name: str, delay_s: float) -> tuple[str, subprocess.P
 
 
 def test_the_broker_is_stopped_after_everything_else_has_exited(tmp_path: Path) -> None:
-    procs = [_start(tmp_path, 'redis', 0), _start(tmp_path, 'worker', 0.3), _start(tmp_path, 'gateway', 0.2)]
+    procs = [_start(tmp_path, BROKER, 0), _start(tmp_path, 'worker', 0.3), _start(tmp_path, 'gateway', 0.2)]
     stop_all(procs)
     assert all(proc.poll() is not None for _, proc in procs)
     seen = {}
     for line in (tmp_path / 'log').read_text().splitlines():
         name, received, exited = line.split()
         seen[name] = (float(received), float(exited))
-    assert set(seen) == {'redis', 'worker', 'gateway'}
-    redis_told = seen['redis'][0]
+    assert set(seen) == {BROKER, 'worker', 'gateway'}
+    redis_told = seen[BROKER][0]
     assert redis_told >= seen['worker'][1] and redis_told >= seen['gateway'][1], seen
 
 
 def test_a_process_ignoring_sigterm_is_killed_after_the_timeout(tmp_path: Path) -> None:
-    procs = [_start(tmp_path, 'redis', 0), _start(tmp_path, 'worker', -1)]
+    procs = [_start(tmp_path, BROKER, 0), _start(tmp_path, 'worker', -1)]
     started = time.monotonic()
     stop_all(procs, timeout_s=0.5)
     assert procs[1][1].returncode == -9
