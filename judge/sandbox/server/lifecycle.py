@@ -21,7 +21,8 @@ from judge.sandbox.lazylog import get_logger
 from judge.sandbox.server.execute import Spare, kill_process, kill_process_group, reap_orphans
 from judge.sandbox.server.files.spaces import Spaces
 from judge.sandbox.server.jail import Jail
-from judge.sandbox.server.warm.parents import BARE, LEAN, RENEW_EXECS, RENEW_S, SCIENTIFIC, WarmParents
+from judge.sandbox.server.warm.lineage import RENEW_EXECS, RENEW_S
+from judge.sandbox.server.warm.parents import BARE, LEAN, SCIENTIFIC, WarmParents
 from judge.sandbox.server.warm.zygotes import Zygote, spawn_zygote
 
 logger = get_logger('judge.sandbox.server.lifecycle')

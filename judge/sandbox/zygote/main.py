@@ -1,7 +1,7 @@
 """The zygote process: a warm parent, started fresh by the slot server, that forks every spare child.
 
 Started as ``python -I -B -c BOOT`` (a new interpreter: its own address-space layout and ``str``
-hash secret, see `judge.sandbox.server.warm.parents` for renewal) with
+hash secret, see `judge.sandbox.server.warm.lineage` for renewal) with
 
 * fd 3: a ``SOCK_SEQPACKET`` socket to the server,
 * fd 4: the directory holding the `judge` package (``O_PATH``: it may be hidden in the slot's

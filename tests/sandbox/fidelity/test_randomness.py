@@ -31,7 +31,7 @@ CASES: dict[str, str] = {
 
 SHARED_HASH_SECRET = (
     'every fork of one warm parent shares its str hash secret, set when that interpreter started '
-    '(judge.sandbox.server.warm.parents renews parents to bound how many executions share one)'
+    '(judge.sandbox.server.warm.lineage renews parents to bound how many executions share one)'
 )
 
 

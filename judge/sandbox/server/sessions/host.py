@@ -42,7 +42,8 @@ from judge.sandbox.server.sessions.process import Live
 from judge.sandbox.server.sessions.registry import Registry
 from judge.sandbox.server.sessions.space import Spaces
 from judge.sandbox.server.tiers import read_paths
-from judge.sandbox.server.warm.parents import LEAN, SCIENTIFIC, START_TIMEOUT_S, WarmParents
+from judge.sandbox.server.warm.lineage import START_TIMEOUT_S
+from judge.sandbox.server.warm.parents import LEAN, SCIENTIFIC, WarmParents
 from judge.sandbox.server.warm.zygotes import Zygote, spawn_zygote
 
 logger = get_logger('judge.sandbox.server.sessions.host')

@@ -7,7 +7,7 @@ a tiny loop that touches few pages.
 
 The zygote is a *fresh* interpreter (`spawn_zygote`: ``posix_spawn``, no fork of the server), so
 it holds nothing of the server's (no configuration, no request), and each zygote has its own
-address-space layout and ``str`` hash secret; `judge.sandbox.server.warm.parents` replaces zygotes after a
+address-space layout and ``str`` hash secret; `judge.sandbox.server.warm.lineage` replaces zygotes after a
 bounded number of executions or seconds.  What the zygote process does is in
 `judge.sandbox.zygote.main` (its protocol too).
 
