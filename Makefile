@@ -139,8 +139,8 @@ test-client: install
 # minimum (scripts/lower_bounds.py; their own dependencies resolve freely), the test tools from the
 # lock, then the contract, unit, API and fault tests on both transport paths.
 MIN_VENV ?= .venv-min
-MIN_TESTS ?= tests/unit/transport tests/unit/worker tests/unit/test_results.py tests/unit/test_checker.py \
-	tests/unit/test_verdict.py tests/unit/test_settings.py tests/unit/test_contracts.py \
+MIN_TESTS ?= tests/unit/transport tests/unit/worker tests/unit/verdicts \
+	tests/unit/test_settings.py tests/unit/api/test_contracts.py \
 	tests/unit/sandbox/test_lean_imports.py tests/unit/sandbox/test_errors.py tests/unit/sandbox/test_execute.py \
 	tests/integration/transport tests/integration/test_api.py tests/integration/test_judge_tests.py \
 	tests/system/test_faults.py tests/integration/test_flower.py tests/integration/test_metrics.py

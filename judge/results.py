@@ -3,7 +3,7 @@
 `build_result` makes a `ResultDict` (`SubmissionResult`'s fields, all of them, always) from a
 verdict and what the run produced; `infra_result` is its form for submissions the infrastructure
 could not judge.  The HTTP views are derived from it: `judge_view` (no streams) for the `/judge*`
-routes and `fold_tests` for `/judge/tests`.  ``tests/unit/test_results.py`` holds each to its declared
+routes and `fold_tests` for `/judge/tests`.  ``tests/unit/verdicts/test_results.py`` holds each to its declared
 response model.
 """
 

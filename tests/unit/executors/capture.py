@@ -1,7 +1,7 @@
 """What the executors send to the slot, captured without a slot: the runner and executors over a fake
 `SlotClient` that records every `ExecRequest` (tools, versions and the C++ header faked).
 
-`tests/unit/pins/executor_requests.json` holds the same capture made with the code of 383bec0.
+`tests/unit/executors/pins/executor_requests.json` holds the same capture made with the code of 383bec0.
 """
 
 from __future__ import annotations
@@ -167,7 +167,7 @@ def capture_compiles(settings: Settings, static: bool) -> dict[str, Any]:
 
 
 def capture() -> dict[str, Any]:
-    """Everything `tests/unit/pins/executor_requests.json` holds, captured with today's code."""
+    """Everything `tests/unit/executors/pins/executor_requests.json` holds, captured with today's code."""
     out: dict[str, Any] = {}
     for name in SETTINGS:
         settings = settings_of(name)

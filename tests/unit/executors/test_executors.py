@@ -1,6 +1,6 @@
 """The executors: interpreted languages derive from `Executor`, compiled ones from `CompiledExecutor`,
 and every request they send the slot (command lines, files, compile keys and cache paths) is the one
-the code of 383bec0 sent (`tests/unit/pins`), but for the compile's file-size bound, which is now
+the code of 383bec0 sent (`tests/unit/executors/pins`), but for the compile's file-size bound, which is now
 `JUDGE_COMPILE_ARTIFACT_MB` (64 MiB) instead of 256 MiB."""
 
 from __future__ import annotations
@@ -14,7 +14,7 @@ from typing import Any
 import pytest
 
 from judge.executors import EXECUTORS, CompiledExecutor, Executor, base, c, compiled, cpp, toolchain
-from tests.unit.capture import COMPILED, SETTINGS, capture_compiles, capture_runs, faked_tools, settings_of
+from tests.unit.executors.capture import COMPILED, SETTINGS, capture_compiles, capture_runs, faked_tools, settings_of
 
 PINS = json.loads((Path(__file__).parent / 'pins' / 'executor_requests.json').read_text())
 

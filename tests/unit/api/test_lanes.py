@@ -1,6 +1,6 @@
 """Lanes carry their queue, priority and deadline; the submitting routes are one table (path, lane,
 shape) that registers them and gives the back-pressure middleware their paths.  Each route hands the
-router what the code of 383bec0 handed it, and answers the same (`tests/unit/pins/submit_routes.json`,
+router what the code of 383bec0 handed it, and answers the same (`tests/unit/api/pins/submit_routes.json`,
 recorded through `api.main.app` with a fake router)."""
 
 from __future__ import annotations

@@ -1,5 +1,5 @@
 """Run and compile limits: built once from the settings, adjusted once per language, sent once to the
-slot server; the same limits reach the child as with the code of 383bec0 (`tests/unit/pins`)."""
+slot server; the same limits reach the child as with the code of 383bec0 (`tests/unit/executors/pins`)."""
 
 from __future__ import annotations
 
@@ -22,7 +22,7 @@ from judge.settings import Settings
 from judge.worker import service
 from judge.worker.runner import RunnerConfig
 from judge.worker.service import run_limits
-from tests.unit.capture import SETTINGS, FakeSlot, capture_compiles, capture_runs, faked_tools, runner, settings_of
+from tests.unit.executors.capture import SETTINGS, FakeSlot, capture_compiles, capture_runs, faked_tools, runner, settings_of
 
 PINS = json.loads((Path(__file__).parent / 'pins' / 'executor_requests.json').read_text())
 MIB = 1024 * 1024
