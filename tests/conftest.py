@@ -18,7 +18,7 @@ from pathlib import Path
 
 import pytest
 
-from tests.support.stack import Stack, running_stack
+from tests.support.processes.stack import Stack, running_stack
 
 PATHS = tuple(p.strip() for p in os.environ.get('JUDGE_TEST_PATHS', 'fast').split(',') if p.strip())
 """The paths ``both_paths`` tests run on (``JUDGE_TEST_PATHS``)."""

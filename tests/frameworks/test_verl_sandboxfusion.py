@@ -30,8 +30,8 @@ import pytest
 verl = pytest.importorskip('verl', reason='verl is not installed: run `make test-verl`')
 yaml = pytest.importorskip('yaml')
 
-from tests.support.services import start_gateway  # noqa: E402
-from tests.support.stack import Stack  # noqa: E402
+from tests.support.processes.services import start_gateway  # noqa: E402
+from tests.support.processes.stack import Stack  # noqa: E402
 
 pytestmark = pytest.mark.integration
 

@@ -28,8 +28,8 @@ from pathlib import Path
 from typing import Any
 
 from tests.support.helpers import post
-from tests.support.services import start_gateway, start_redis, start_worker
-from tests.support.stack import stack_env
+from tests.support.processes.services import start_gateway, start_redis, start_worker
+from tests.support.processes.stack import stack_env
 
 SOLUTION = (
     '#include <bits/stdc++.h>\n'

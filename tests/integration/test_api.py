@@ -14,7 +14,7 @@ import redis
 from judge.contracts import JudgeResult, SubmissionResult
 from judge.transport.keys import KeySpace
 from tests.support.helpers import post, request
-from tests.support.stack import TIME_LIMIT_S, Stack
+from tests.support.processes.stack import TIME_LIMIT_S, Stack
 
 pytestmark = [pytest.mark.integration, pytest.mark.both_paths]
 

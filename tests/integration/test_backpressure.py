@@ -22,8 +22,8 @@ import redis
 from judge.transport.keys import KeySpace
 from tests.support.helpers import request
 from tests.support.metrics import scrape, value
-from tests.support.services import start_gateway
-from tests.support.stack import Stack
+from tests.support.processes.services import start_gateway
+from tests.support.processes.stack import Stack
 
 pytestmark = pytest.mark.integration
 

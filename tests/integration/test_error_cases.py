@@ -13,8 +13,8 @@ from pathlib import Path
 import pytest
 
 from tests.support.helpers import post
-from tests.support.services import start_gateway, start_worker
-from tests.support.stack import Stack
+from tests.support.processes.services import start_gateway, start_worker
+from tests.support.processes.stack import Stack
 
 pytestmark = pytest.mark.integration
 

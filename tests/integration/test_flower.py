@@ -18,8 +18,8 @@ import pytest
 
 from judge.stack import free_port, wait_port
 from tests.support.helpers import post, request
-from tests.support.services import Service
-from tests.support.stack import Stack
+from tests.support.processes.services import Service
+from tests.support.processes.stack import Stack
 
 pytestmark = pytest.mark.integration
 

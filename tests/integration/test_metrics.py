@@ -12,8 +12,8 @@ from judge.stack import free_port, gateway_command, wait_port
 from judge.transport.keys import KeySpace
 from tests.support.helpers import post
 from tests.support.metrics import scrape, total, value
-from tests.support.services import Service
-from tests.support.stack import Stack
+from tests.support.processes.services import Service
+from tests.support.processes.stack import Stack
 
 pytestmark = pytest.mark.integration
 

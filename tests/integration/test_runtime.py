@@ -9,9 +9,9 @@ from collections.abc import Iterator
 import pytest
 
 from tests.support.helpers import post, request
+from tests.support.processes.services import Service, start_gateway, start_redis, start_worker
+from tests.support.processes.stack import Stack
 from tests.support.runtime import pins
-from tests.support.services import Service, start_gateway, start_redis, start_worker
-from tests.support.stack import Stack
 
 pytestmark = pytest.mark.integration
 

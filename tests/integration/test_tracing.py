@@ -8,7 +8,7 @@ import uuid
 import pytest
 
 from tests.support.helpers import request
-from tests.support.stack import Stack
+from tests.support.processes.stack import Stack
 
 pytestmark = [pytest.mark.integration, pytest.mark.both_paths]
 

@@ -22,7 +22,7 @@ from judge.executors import CExecutor, CppExecutor, Toolchain, cache
 from judge.executors.compiled import CompiledExecutor
 from judge.sandbox.client import ExecRequest, ExecResult, SandboxError, SlotClient, SlotConfig
 from judge.sandbox.slots import claim_slot
-from tests.support.slots import PYTHON, RUN_LIMITS, open_slot
+from tests.support.processes.slots import PYTHON, RUN_LIMITS, open_slot
 
 CXX = os.path.realpath(shutil.which('g++') or '/usr/bin/g++')
 pytestmark = pytest.mark.skipif(os.getuid() != 0, reason='the isolated tiers need root')

@@ -19,7 +19,7 @@ from judge.sandbox.client import ExecRequest, ExecResult, SlotClient
 from judge.sandbox.limits import Limits
 from judge.settings import DEFAULT_PYTHON_PRELOAD, DEFAULT_SCIENTIFIC_PRELOAD
 from tests.sandbox.fidelity.harness import normalise
-from tests.support.slots import PYTHON, RUN_LIMITS, open_slot
+from tests.support.processes.slots import PYTHON, RUN_LIMITS, open_slot
 from toolkit.bench.templates import rstar_shape
 
 LIMITS = RUN_LIMITS._replace(time_s=20, memory_mb=1024)

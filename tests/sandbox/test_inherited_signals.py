@@ -14,8 +14,8 @@ import pytest
 from judge.sandbox.client import ExecRequest, SlotClient, SlotConfig
 from judge.sandbox.slots import claim_slot
 from judge.sandbox.zygote.cell import FLAG_INTERRUPTED
-from tests.support.sessions import cell, open_host, value
-from tests.support.slots import PYTHON, RUN_LIMITS
+from tests.support.processes.sessions import cell, open_host, value
+from tests.support.processes.slots import PYTHON, RUN_LIMITS
 
 pytestmark = pytest.mark.skipif(os.getuid() != 0, reason='the namespaces tier and sessions need root')
 

@@ -21,7 +21,7 @@ from judge.sandbox.server.lifecycle import BARE_RUN
 from judge.sandbox.slots import claim_slot
 from judge.settings import DEFAULT_PYTHON_PRELOAD, DEFAULT_SCIENTIFIC_PRELOAD
 from tests.support.paths import ROOT
-from tests.support.slots import PYTHON, RUN_LIMITS, open_slot
+from tests.support.processes.slots import PYTHON, RUN_LIMITS, open_slot
 
 LIMITS = RUN_LIMITS._replace(time_s=60, memory_mb=512)
 

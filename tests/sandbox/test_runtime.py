@@ -21,9 +21,9 @@ from judge.sandbox.client import ExecRequest, SlotClient, SlotConfig
 from judge.sandbox.server.jail import available_tiers
 from judge.sandbox.slots import claim_slot
 from judge.settings import Settings
+from tests.support.processes.services import ROOT
+from tests.support.processes.slots import RUN_LIMITS
 from tests.support.runtime import pins
-from tests.support.services import ROOT
-from tests.support.slots import RUN_LIMITS
 
 PINNED_IMPORTS = 'numpy scipy sympy mpmath networkx math_verify latex2sympy2_extended antlr4 sortedcontainers'
 

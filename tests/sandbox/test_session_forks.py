@@ -10,7 +10,7 @@ from collections.abc import Iterator
 import pytest
 
 from judge.sandbox.sessionclient import SessionClient
-from tests.support.sessions import cell, open_host, value
+from tests.support.processes.sessions import cell, open_host, value
 
 pytestmark = pytest.mark.skipif(os.getuid() != 0, reason='live sessions need root (cgroups, uids)')
 

@@ -13,7 +13,7 @@ import pytest
 
 from judge.sandbox.sessionclient import SessionClient
 from judge.sandbox.zygote.cell import FLAG_FILE, FLAG_INTERRUPTED, FLAG_RAISED
-from tests.support.sessions import cell, host_config, open_host, read, value
+from tests.support.processes.sessions import cell, host_config, open_host, read, value
 
 pytestmark = pytest.mark.skipif(os.getuid() != 0, reason='live sessions need root (cgroups, uids)')
 

@@ -14,7 +14,7 @@ import pytest
 from judge.sandbox.client import ExecRequest, SlotClient, SlotConfig
 from judge.sandbox.server.files.spaces import LEFT_BYTES, STACK_MAX
 from judge.sandbox.slots import claim_slot
-from tests.support.slots import PYTHON, RUN_LIMITS
+from tests.support.processes.slots import PYTHON, RUN_LIMITS
 
 pytestmark = pytest.mark.skipif(os.getuid() != 0, reason='the namespaces tier needs root')
 

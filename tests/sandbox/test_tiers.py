@@ -9,7 +9,7 @@ import pytest
 
 from judge.sandbox.client import ExecRequest, SandboxError, SlotClient, SlotConfig
 from judge.sandbox.slots import claim_slot
-from tests.support.slots import PYTHON, RUN_LIMITS
+from tests.support.processes.slots import PYTHON, RUN_LIMITS
 
 
 def test_no_isolation_is_refused_without_the_unsafe_setting() -> None:

@@ -11,7 +11,7 @@ from collections.abc import Iterator
 import pytest
 
 from judge.sandbox.client import ExecRequest, SlotClient
-from tests.support.slots import PYTHON, RUN_LIMITS, open_slot
+from tests.support.processes.slots import PYTHON, RUN_LIMITS, open_slot
 
 
 @pytest.fixture(scope='module')

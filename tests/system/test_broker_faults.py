@@ -42,12 +42,12 @@ from pathlib import Path
 import pytest
 
 from judge.stack import free_port, gateway_command, wait_port
-from tests.support.broker_load import Load, Report
 from tests.support.helpers import gateway_status, request, wait_for
 from tests.support.metrics import scrape, value
-from tests.support.sentinels import MASTER, Sentinels
-from tests.support.services import SERVER_PYTHON, Service, start_redis, start_worker
-from tests.support.stack import stack_env
+from tests.support.processes.broker_load import Load, Report
+from tests.support.processes.sentinels import MASTER, Sentinels
+from tests.support.processes.services import SERVER_PYTHON, Service, start_redis, start_worker
+from tests.support.processes.stack import stack_env
 
 pytestmark = [pytest.mark.integration, pytest.mark.timeout(300)]
 HEAVY = pytest.mark.skipif(not os.environ.get('JUDGE_TEST_BROKER_FAULTS'), reason='optional: make test-broker-faults')

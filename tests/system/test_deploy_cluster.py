@@ -31,8 +31,8 @@ import pytest
 from judge.stack import free_port, wait_port
 from tests.support.helpers import post, request
 from tests.support.humaneval_style import check_records, write_jsonl
-from tests.support.services import ROOT, Service
-from tests.support.stack import TIME_LIMIT_S
+from tests.support.processes.services import ROOT, Service
+from tests.support.processes.stack import TIME_LIMIT_S
 
 pytestmark = [
     pytest.mark.deploy,

@@ -28,8 +28,8 @@ import pytest
 
 from judge.stack import free_port, gateway_command, wait_port, worker_command
 from tests.support.helpers import request, wait_for
-from tests.support.services import Service, start_redis, start_worker
-from tests.support.stack import stack_env
+from tests.support.processes.services import Service, start_redis, start_worker
+from tests.support.processes.stack import stack_env
 
 pytestmark = [
     pytest.mark.integration,

@@ -26,8 +26,8 @@ import pytest
 from judge.stack import free_port, gateway_command, wait_port
 from tests.support.helpers import gateway_status, request, wait_for
 from tests.support.metrics import scrape, total, value
-from tests.support.services import Service, start_redis
-from tests.support.stack import stack_env
+from tests.support.processes.services import Service, start_redis
+from tests.support.processes.stack import stack_env
 
 pytestmark = [
     pytest.mark.integration,

@@ -31,8 +31,8 @@ from judge.stack import free_port, wait_port
 from scripts.image_chroot import image_config, run_command
 from tests.support.helpers import post, request
 from tests.support.humaneval_style import cases, check_records
-from tests.support.services import ROOT, Service
-from tests.support.stack import TIME_LIMIT_S
+from tests.support.processes.services import ROOT, Service
+from tests.support.processes.stack import TIME_LIMIT_S
 
 pytestmark = [
     pytest.mark.deploy,

@@ -21,8 +21,8 @@ import pytest
 
 from judge.stack import free_port, wait_port
 from tests.support.helpers import post, request
-from tests.support.services import ROOT, Service, start_gateway, start_redis
-from tests.support.stack import stack_env
+from tests.support.processes.services import ROOT, Service, start_gateway, start_redis
+from tests.support.processes.stack import stack_env
 
 pytestmark = [
     pytest.mark.integration,

@@ -15,9 +15,9 @@ from typing import Any
 
 import pytest
 
-from tests.support.cluster import Cluster, two_nodes
 from tests.support.helpers import post, request
-from tests.support.services import Service
+from tests.support.processes.cluster import Cluster, two_nodes
+from tests.support.processes.services import Service
 
 pytestmark = [
     pytest.mark.integration,

@@ -29,7 +29,7 @@ from judge.transport.internals import guard
 from judge.transport.internals import kombu_redis as ours
 from judge.transport.shard import Shard
 from judge.transport.worker.replies import Replies
-from tests.support.services import Service, start_redis
+from tests.support.processes.services import Service, start_redis
 
 pytestmark = pytest.mark.integration
 

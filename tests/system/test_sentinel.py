@@ -12,8 +12,8 @@ import pytest
 
 from judge.stack import free_port, wait_port
 from tests.support.helpers import assert_stack_judges, request
-from tests.support.services import Service, start_gateway, start_redis, start_worker
-from tests.support.stack import stack_env
+from tests.support.processes.services import Service, start_gateway, start_redis, start_worker
+from tests.support.processes.stack import stack_env
 
 pytestmark = pytest.mark.integration
 

@@ -16,8 +16,8 @@ from typing import Any
 
 import pytest
 
-from tests.support.cluster import Cluster, two_nodes
 from tests.support.helpers import request
+from tests.support.processes.cluster import Cluster, two_nodes
 
 pytestmark = [
     pytest.mark.integration,

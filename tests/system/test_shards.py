@@ -26,8 +26,8 @@ import pytest
 
 from tests.support.helpers import gateway_status, request
 from tests.support.metrics import scrape, value
-from tests.support.services import Service, start_gateway, start_redis, start_worker
-from tests.support.stack import stack_env
+from tests.support.processes.services import Service, start_gateway, start_redis, start_worker
+from tests.support.processes.stack import stack_env
 
 pytestmark = [
     pytest.mark.integration,

@@ -16,7 +16,7 @@ import redis
 
 from judge.transport.keys import KeySpace
 from tests.support.helpers import request
-from tests.support.stack import Stack
+from tests.support.processes.stack import Stack
 
 pytestmark = pytest.mark.integration
 

@@ -12,7 +12,7 @@ from typing import Any
 import pytest
 
 from tests.support.helpers import request
-from tests.support.stack import TIME_LIMIT_S
+from tests.support.processes.stack import TIME_LIMIT_S
 
 pytestmark = pytest.mark.integration
 

@@ -16,8 +16,8 @@ import pytest
 from judge.stack import free_port
 from tests.support.helpers import request
 from tests.support.metrics import scrape, value
-from tests.support.services import start_gateway
-from tests.support.stack import TIME_LIMIT_S, Stack
+from tests.support.processes.services import start_gateway
+from tests.support.processes.stack import TIME_LIMIT_S, Stack
 
 pytestmark = pytest.mark.integration
 

@@ -13,8 +13,8 @@ import pytest
 
 from judge.runtime import submission_python
 from judge.settings import Settings
-from tests.support.services import ROOT
-from tests.support.stack import Stack
+from tests.support.processes.services import ROOT
+from tests.support.processes.stack import Stack
 from toolkit.bench.mathcalls import math_case
 from toolkit.rewards.answers import math_scores
 

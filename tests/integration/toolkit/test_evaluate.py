@@ -11,7 +11,7 @@ from typing import Any
 
 import pytest
 
-from tests.support.services import ROOT
+from tests.support.processes.services import ROOT
 
 pytestmark = pytest.mark.integration
 

@@ -14,8 +14,8 @@ from aiohttp import web
 
 import toolkit
 from judge.stack import free_port, gateway_command, wait_port
-from tests.support.services import SERVER_PYTHON, Service
-from tests.support.stack import Stack
+from tests.support.processes.services import SERVER_PYTHON, Service
+from tests.support.processes.stack import Stack
 from toolkit import (
     BatchPolicy,
     DeadlineExceeded,

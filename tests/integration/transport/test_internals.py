@@ -27,7 +27,7 @@ from judge.transport.gateway.lanes import Lanes
 from judge.transport.internals import kombu_redis as ours
 from judge.transport.internals.envelope import Envelopes
 from judge.transport.keys import KeySpace
-from tests.support.services import Service, start_redis
+from tests.support.processes.services import Service, start_redis
 
 _VARYING = {'id', 'root_id', 'expires', 'origin', 'correlation_id', 'delivery_tag', 'reply_to', 'timelimit'}
 # ``timelimit``: send_task copies a registered task's limits into the message; ours leaves them unset,

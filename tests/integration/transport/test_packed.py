@@ -10,7 +10,7 @@ import redis
 from kombu import Connection
 
 from judge.transport.internals.packed import PackedCalls, transaction_ran
-from tests.support.services import Service, start_redis
+from tests.support.processes.services import Service, start_redis
 
 
 @pytest.fixture

@@ -27,7 +27,7 @@ from judge.sandbox.server.jail import available_tiers
 from judge.sandbox.slots import claim_slot
 from judge.settings import DEFAULT_PYTHON_PRELOAD, Settings
 from tests.sandbox.fidelity.corpus.base import Program
-from tests.support.slots import RUN_LIMITS
+from tests.support.processes.slots import RUN_LIMITS
 
 PYTHON = submission_python(Settings())
 DEFAULT_PRELOAD = [m for m in DEFAULT_PYTHON_PRELOAD.split(',') if m]

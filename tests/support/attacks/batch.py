@@ -47,9 +47,9 @@ from tests.support.attacks.programs import (
     THREAD_BOMB,
     WRITE_FILES,
 )
-from tests.support.host_view import HostProc, settled_slot_leftovers
 from tests.support.paths import ROOT as REPO
-from tests.support.stack import Stack
+from tests.support.processes.host_view import HostProc, settled_slot_leftovers
+from tests.support.processes.stack import Stack
 
 PROJECT_FILE = REPO / 'judge' / 'settings.py'
 MAX_CHARS = 1000  # MAX_STDOUT_ERROR_LENGTH default

@@ -10,7 +10,7 @@ turn a refusal into a failure.
 after it, in every slot; afterwards no process of the slot uids may survive, each slot's pids cgroup
 must hold nothing but the pre-forked spare, and the slot servers must be the same processes (none was
 restarted) unless the test says that restarting is the point.  What the host shows of the slots (their
-processes, servers and pids cgroups) comes from `tests.support.host_view`.
+processes, servers and pids cgroups) comes from `tests.support.processes.host_view`.
 """
 
 from __future__ import annotations
@@ -26,10 +26,10 @@ import pytest
 
 from judge.sandbox.kernel import cgroups
 from tests.support.helpers import post, request
-from tests.support.host_view import settled_slot_leftovers, slot_servers, slot_tasks
-from tests.support.stack import Stack
+from tests.support.processes.host_view import settled_slot_leftovers, slot_servers, slot_tasks
+from tests.support.processes.stack import Stack
 
-SLOTS = 2  # MAX_WORKERS of the test stack (tests/support/stack.py)
+SLOTS = 2  # MAX_WORKERS of the test stack (tests/support/processes/stack.py)
 PIDS_BOUND = 64
 NPROC_SLACK = 8  # judge.sandbox.server.jail.NPROC_SLACK: RLIMIT_NPROC sits above the pids cgroup's bound
 MEMORY_BOUND = 256 * 1024 * 1024

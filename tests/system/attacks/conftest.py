@@ -20,7 +20,7 @@ import pytest
 
 from tests.support.attacks.batch import MainBatch, run_main_batch
 from tests.support.attacks.kit import SafetyInfo, SlotHealth, run_safety_gate
-from tests.support.stack import Stack
+from tests.support.processes.stack import Stack
 
 _GATES: dict[str, SafetyInfo] = {}
 """The gate's findings per gateway (the session's stack, or a module's own): proven once per stack."""

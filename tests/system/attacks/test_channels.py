@@ -38,7 +38,7 @@ from tests.support.attacks.channels import (
     WAIT_S,
 )
 from tests.support.attacks.kit import SlotHealth, bash, batch, c, py, report_of, survived
-from tests.support.host_view import evict, page_cache
+from tests.support.processes.host_view import evict, page_cache
 
 pytestmark = [pytest.mark.integration, pytest.mark.attack, pytest.mark.both_paths]
 

@@ -32,7 +32,7 @@ from tests.support.attacks.kit import (
     survived,
 )
 from tests.support.helpers import post
-from tests.support.host_view import pids_cgroup_dir
+from tests.support.processes.host_view import pids_cgroup_dir
 
 pytestmark = [pytest.mark.integration, pytest.mark.attack, pytest.mark.both_paths]
 

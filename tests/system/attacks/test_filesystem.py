@@ -13,7 +13,7 @@ import pytest
 
 from tests.support.attacks.batch import DENIED, EMPTY, PROJECT_FILE, MainBatch, refused
 from tests.support.attacks.kit import batch, py, report_of, survived
-from tests.support.stack import Stack
+from tests.support.processes.stack import Stack
 
 pytestmark = [pytest.mark.integration, pytest.mark.attack, pytest.mark.both_paths]
 

@@ -15,7 +15,7 @@ import pytest
 
 from tests.support.attacks.batch import MainBatch
 from tests.support.attacks.kit import SlotHealth, bash, batch, c, py, report_of, survived
-from tests.support.stack import TIME_LIMIT_S
+from tests.support.processes.stack import TIME_LIMIT_S
 
 pytestmark = [pytest.mark.integration, pytest.mark.attack, pytest.mark.both_paths]
 

@@ -19,8 +19,8 @@ import time
 import pytest
 
 from tests.support.attacks.kit import SlotHealth, accepted, batch, py
-from tests.support.host_view import descendants, is_zygote, pids_cgroup_dir, slot_servers
-from tests.support.stack import Stack
+from tests.support.processes.host_view import descendants, is_zygote, pids_cgroup_dir, slot_servers
+from tests.support.processes.stack import Stack
 
 pytestmark = [pytest.mark.integration, pytest.mark.attack, pytest.mark.both_paths]
 

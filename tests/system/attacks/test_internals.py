@@ -21,8 +21,8 @@ import pytest
 
 from tests.support.attacks.batch import MainBatch
 from tests.support.attacks.kit import SlotHealth, bash, batch, c, py, report_of, survived
-from tests.support.host_view import descendants, is_zygote
-from tests.support.stack import Stack
+from tests.support.processes.host_view import descendants, is_zygote
+from tests.support.processes.stack import Stack
 
 pytestmark = [pytest.mark.integration, pytest.mark.attack, pytest.mark.both_paths]
 

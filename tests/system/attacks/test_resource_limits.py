@@ -15,7 +15,7 @@ import pytest
 from judge.sandbox.kernel.coredump import CORE_LIMIT
 from tests.support.attacks.batch import FILE_LIMIT, MAX_CHARS, MainBatch
 from tests.support.attacks.kit import MEMORY_BOUND, NPROC_SLACK, PIDS_BOUND, report_of, survived
-from tests.support.stack import TIME_LIMIT_S, Stack
+from tests.support.processes.stack import TIME_LIMIT_S, Stack
 
 pytestmark = [pytest.mark.integration, pytest.mark.attack, pytest.mark.both_paths]
 

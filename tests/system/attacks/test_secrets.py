@@ -18,7 +18,7 @@ from typing import Any
 import pytest
 
 from tests.support.attacks.kit import SlotHealth, bash, batch, c, py, report_of, survived
-from tests.support.stack import Stack, running_stack
+from tests.support.processes.stack import Stack, running_stack
 
 pytestmark = [pytest.mark.integration, pytest.mark.attack, pytest.mark.both_paths]
 

@@ -8,8 +8,8 @@ import os
 import pytest
 
 from tests.support.attacks.kit import batch, py, report_of, survived
-from tests.support.host_view import slot_servers
-from tests.support.stack import Stack
+from tests.support.processes.host_view import slot_servers
+from tests.support.processes.stack import Stack
 
 pytestmark = [pytest.mark.integration, pytest.mark.attack, pytest.mark.both_paths]
 

@@ -7,8 +7,8 @@ import pytest
 
 from tests.support.attacks.batch import MainBatch
 from tests.support.attacks.kit import SafetyInfo, batch
-from tests.support.host_view import settled_slot_leftovers
-from tests.support.stack import TIME_LIMIT_S, Stack
+from tests.support.processes.host_view import settled_slot_leftovers
+from tests.support.processes.stack import TIME_LIMIT_S, Stack
 
 pytestmark = [pytest.mark.integration, pytest.mark.attack, pytest.mark.both_paths]
 

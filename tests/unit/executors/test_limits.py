@@ -22,7 +22,15 @@ from judge.settings import Settings
 from judge.worker import service
 from judge.worker.runner import RunnerConfig
 from judge.worker.service import run_limits
-from tests.unit.executors.capture import SETTINGS, FakeSlot, capture_compiles, capture_runs, faked_tools, runner, settings_of
+from tests.unit.executors.capture import (
+    SETTINGS,
+    FakeSlot,
+    capture_compiles,
+    capture_runs,
+    faked_tools,
+    runner,
+    settings_of,
+)
 
 PINS = json.loads((Path(__file__).parent / 'pins' / 'executor_requests.json').read_text())
 MIB = 1024 * 1024

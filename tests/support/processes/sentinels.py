@@ -17,7 +17,7 @@ from typing import Any
 import redis
 
 from judge.stack import free_port, wait_port
-from tests.support.services import Service, start_redis
+from tests.support.processes.services import Service, start_redis
 
 MASTER = 'judgemaster'
 DOWN_AFTER_MS = 1000

@@ -9,7 +9,7 @@ from typing import Any
 
 from judge.sandbox.sessionclient import HostConfig, SessionClient
 from judge.settings import Settings
-from tests.support.slots import PYTHON
+from tests.support.processes.slots import PYTHON
 
 SETTINGS = Settings()
 

@@ -12,7 +12,14 @@ from collections.abc import Iterator
 from dataclasses import dataclass
 from pathlib import Path
 
-from tests.support.services import RUNTIME_MODULES, Service, ensure_runtime, start_gateway, start_redis, start_worker
+from tests.support.processes.services import (
+    RUNTIME_MODULES,
+    Service,
+    ensure_runtime,
+    start_gateway,
+    start_redis,
+    start_worker,
+)
 
 TIME_LIMIT_S = 4  # rStar2-Agent's MAX_EXECUTION_TIME
 

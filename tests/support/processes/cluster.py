@@ -14,8 +14,8 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from judge.stack import worker_command
-from tests.support.services import Service, start_gateway, start_redis
-from tests.support.stack import stack_env
+from tests.support.processes.services import Service, start_gateway, start_redis
+from tests.support.processes.stack import stack_env
 
 
 @dataclass

@@ -11,7 +11,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from judge.sandbox.kernel import cgroups
-from tests.support.stack import Stack
+from tests.support.processes.stack import Stack
 
 _libc = ctypes.CDLL(None, use_errno=True)
 
