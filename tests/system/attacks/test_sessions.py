@@ -42,8 +42,8 @@ from tests.support.attacks.programs import (
 from tests.support.helpers import request
 from tests.support.paths import ROOT as REPO
 from tests.support.processes.stack import Stack
-from tests.system.attacks import test_filesystem, test_internals, test_network, test_privileges
-from tests.system.attacks import test_resource_limits as limits
+from tests.system.attacks.host import test_filesystem, test_internals, test_network, test_privileges
+from tests.system.attacks.limits import test_resource_limits as limits
 
 pytestmark = [pytest.mark.integration, pytest.mark.attack]
 

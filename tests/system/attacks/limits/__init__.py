@@ -1,0 +1,1 @@
+"""Attacks on the limits: bombs, raised rlimits, children that outlive their run, processes nobody reaps."""

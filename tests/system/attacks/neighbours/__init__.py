@@ -1,0 +1,2 @@
+"""Attacks between submissions: channels and counters between slots, shared secrets, leftovers,
+CPU starvation, signals."""
