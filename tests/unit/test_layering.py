@@ -177,13 +177,25 @@ MAX_MODULES_PER_FOLDER = 14
 """A folder of product code past about a dozen modules is grouped into sub-packages by process or role."""
 
 
-def test_no_product_folder_outgrows_a_dozen_modules() -> None:
-    folders = {path.parent for path in SOURCES}
+def _crowded(folders: set[Path]) -> list[str]:
+    """The folders holding more than `MAX_MODULES_PER_FOLDER` modules (``__init__``, ``__main__`` and
+    ``conftest`` aside), with their counts."""
+    crowded = []
     for folder in sorted(folders):
-        modules = [p.name for p in folder.glob('*.py') if p.name not in ('__init__.py', '__main__.py')]
-        assert len(modules) <= MAX_MODULES_PER_FOLDER, (
-            f'{folder.relative_to(ROOT)} holds {len(modules)} modules: group them into sub-packages by role'
-        )
+        modules = [p for p in folder.glob('*.py') if p.name not in ('__init__.py', '__main__.py', 'conftest.py')]
+        if len(modules) > MAX_MODULES_PER_FOLDER:
+            crowded.append(f'{folder.relative_to(ROOT)} holds {len(modules)} modules')
+    return crowded
+
+
+def test_no_product_folder_outgrows_a_dozen_modules() -> None:
+    crowded = _crowded({path.parent for path in SOURCES})
+    assert not crowded, f'group them into sub-packages by role: {crowded}'
+
+
+def test_no_test_folder_outgrows_a_dozen_modules() -> None:
+    crowded = _crowded({path.parent for path in ROOT.joinpath('tests').rglob('*.py')})
+    assert not crowded, f'group them into sub-packages by what they test: {crowded}'
 
 
 def test_the_gateway_does_not_load_worker_code() -> None:
