@@ -217,7 +217,9 @@ def test_deadline_and_back_pressure_answer_504_which_verl_retries(idle_gateway: 
 
 
 def test_no_broker_is_a_sandbox_error(stack: Stack) -> None:
-    env = {**stack.env, 'REDIS_URI': f'redis://127.0.0.1:{free_port()}/0', 'JUDGE_MAX_IN_FLIGHT': '0'}
+    # No Redis at that port; the gateway rides out an outage of up to JUDGE_BROKER_OUTAGE_S before it answers.
+    no_redis = f'redis://127.0.0.1:{free_port()}/0'
+    env = {**stack.env, 'REDIS_URI': no_redis, 'JUDGE_MAX_IN_FLIGHT': '0', 'JUDGE_BROKER_OUTAGE_S': '2'}
     svc, url = start_gateway(env, stack.log_dir)
     try:
         answer = run_code(url, {'code': 'print(1)'})
