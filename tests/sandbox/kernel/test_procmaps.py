@@ -46,8 +46,17 @@ def test_shared_mappings_are_listed_with_their_protection() -> None:
 
 
 def test_a_process_without_shared_mappings_has_none() -> None:
-    child = subprocess.Popen([sys.executable, '-I', '-S', '-c', 'import sys; sys.stdin.read()'], stdin=subprocess.PIPE)
+    # Read once the child is up (while the interpreter starts, its mappings still change), in the C
+    # locale: glibc maps its gconv cache shared as soon as a locale such as C.UTF-8 needs it.
+    started = 'import sys; print("up", flush=True); sys.stdin.read()'
+    child = subprocess.Popen(
+        [sys.executable, '-I', '-S', '-c', started],
+        stdin=subprocess.PIPE,
+        stdout=subprocess.PIPE,
+        env={'LC_ALL': 'C'},
+    )
     try:
+        assert child.stdout is not None and child.stdout.readline() == b'up\n'
         assert procmaps.shared_mappings(child.pid) == _text(child.pid) == []
     finally:
         child.kill()
