@@ -8,8 +8,10 @@ from __future__ import annotations
 
 import contextlib
 import hashlib
+import json
 import tempfile
 from collections.abc import Iterator
+from pathlib import Path
 from typing import Any
 from unittest import mock
 
@@ -18,6 +20,9 @@ from judge.sandbox.client import ExecRequest, ExecResult
 from judge.settings import Settings
 from judge.worker.runner import Runner, RunnerConfig
 from judge.worker.service import run_limits
+
+PINS = json.loads((Path(__file__).parent / 'pins' / 'executor_requests.json').read_text())
+"""What 383bec0's code sent the slot, by settings name: ``runs`` and ``compiles``."""
 
 SETTINGS = {
     'default': {},

@@ -6,24 +6,22 @@ the code of 383bec0 sent (`tests/unit/executors/pins`), but for the compile's fi
 from __future__ import annotations
 
 import ast
-import json
-import logging
 from pathlib import Path
-from typing import Any
 
 import pytest
 
 from judge.executors import EXECUTORS, CompiledExecutor, Executor, base, c, compiled, cpp, toolchain
-from tests.unit.executors.capture import COMPILED, SETTINGS, capture_compiles, capture_runs, faked_tools, settings_of
+from tests.unit.executors.capture import (
+    COMPILED,
+    PINS,
+    SETTINGS,
+    capture_compiles,
+    capture_runs,
+    faked_tools,
+    settings_of,
+)
 
-PINS = json.loads((Path(__file__).parent / 'pins' / 'executor_requests.json').read_text())
-
-
-@pytest.fixture(autouse=True)
-def _quiet() -> Any:
-    logging.disable(logging.WARNING)  # the faked PCH build fails on purpose
-    yield
-    logging.disable(logging.NOTSET)
+pytestmark = pytest.mark.usefixtures('quiet_pch_build')
 
 
 @pytest.mark.parametrize('name', SETTINGS)

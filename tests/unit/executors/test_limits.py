@@ -5,9 +5,7 @@ from __future__ import annotations
 
 import dataclasses
 import json
-import logging
 from pathlib import Path
-from typing import Any
 from unittest import mock
 
 import pytest
@@ -23,6 +21,7 @@ from judge.worker import service
 from judge.worker.runner import RunnerConfig
 from judge.worker.service import run_limits
 from tests.unit.executors.capture import (
+    PINS,
     SETTINGS,
     FakeSlot,
     capture_compiles,
@@ -32,15 +31,8 @@ from tests.unit.executors.capture import (
     settings_of,
 )
 
-PINS = json.loads((Path(__file__).parent / 'pins' / 'executor_requests.json').read_text())
+pytestmark = pytest.mark.usefixtures('quiet_pch_build')
 MIB = 1024 * 1024
-
-
-@pytest.fixture(autouse=True)
-def _quiet() -> Any:
-    logging.disable(logging.WARNING)  # the faked PCH build fails on purpose
-    yield
-    logging.disable(logging.NOTSET)
 
 
 @pytest.mark.parametrize('name', SETTINGS)
