@@ -100,6 +100,7 @@ def _build_runner(settings: Settings, runtime_digest: str, index: int) -> Runner
                 'scientific': [m.strip() for m in settings.python_scientific_preload.split(',') if m.strip()],
                 'cpus': settings.slot_cpus,
                 'renew_execs': settings.warm_renew_execs,
+                'scientific_renew_execs': settings.warm_scientific_renew_execs,
                 'renew_s': settings.warm_renew_s,
             },
         )

@@ -186,3 +186,22 @@ def test_preloaded_modules_are_there_for_free_and_a_missing_one_is_harmless() ->
     finally:
         client.close()
         os.close(lock_fd)
+
+
+def test_the_scientific_parent_has_its_own_renewal_bound() -> None:
+    """Lean zygotes are replaced after ``renew_execs``; the scientific one, whose start costs far more,
+    only after ``scientific_renew_execs``."""
+    extra = {
+        'preload': DEFAULT_PYTHON_PRELOAD.split(','),
+        'scientific': DEFAULT_SCIENTIFIC_PRELOAD.split(','),
+        'renew_execs': 3,
+        'scientific_renew_execs': 40,
+        'renew_s': 3600,
+    }
+    probe = 'import sys\nprint(hash("judge-secret"))'
+    with open_slot('renewal', allow_unsafe=os.getuid() != 0, extra=extra) as client:
+        lean = {run(client, probe, 'lean')[1] for _ in range(12)}
+        scientific = [run(client, 'import sympy\n' + probe, 'scientific') for _ in range(12)]
+    assert len(lean) >= 3, lean  # a fresh interpreter, with its own hash secret, every 3 executions
+    assert {parent for parent, _ in scientific} == {'scientific'}
+    assert len({out for _, out in scientific}) == 1, scientific

@@ -21,7 +21,7 @@ from judge.sandbox.lazylog import get_logger
 from judge.sandbox.server.execute import Spare, kill_process, kill_process_group, reap_orphans
 from judge.sandbox.server.files.spaces import Spaces
 from judge.sandbox.server.jail import Jail
-from judge.sandbox.server.warm.lineage import RENEW_EXECS, RENEW_S
+from judge.sandbox.server.warm.lineage import RENEW_EXECS, RENEW_S, SCIENTIFIC_RENEW_EXECS
 from judge.sandbox.server.warm.parents import BARE, LEAN, SCIENTIFIC, WarmParents
 from judge.sandbox.server.warm.zygotes import Zygote, spawn_zygote
 
@@ -89,6 +89,7 @@ class SlotLife:
             float(config.get('renew_s', RENEW_S)),
             self.prep.scientific,
             bare=bool(self.prep.preload),
+            scientific_renew_execs=int(config.get('scientific_renew_execs', SCIENTIFIC_RENEW_EXECS)),
         )
         self.prep.watch = sorted(self.parents.scientific_names)
         self._leftover: str | None = None

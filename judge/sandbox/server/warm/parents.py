@@ -16,7 +16,7 @@ from collections.abc import Callable
 
 from judge.sandbox.errors import ZygoteLost
 from judge.sandbox.lazylog import get_logger
-from judge.sandbox.server.warm.lineage import RENEW_EXECS, RENEW_S, Lineage
+from judge.sandbox.server.warm.lineage import RENEW_EXECS, RENEW_S, SCIENTIFIC_RENEW_EXECS, Lineage
 from judge.sandbox.server.warm.shapes import Shapes, shown_payloads
 from judge.sandbox.server.warm.zygotes import Zygote
 from judge.sandbox.zygote.prepare import SCIENTIFIC_NAMES, uses_scientific
@@ -40,9 +40,13 @@ class WarmParents:
         renew_s: float = RENEW_S,
         scientific: list[str] | None = None,
         bare: bool = True,
+        scientific_renew_execs: int = SCIENTIFIC_RENEW_EXECS,
     ) -> None:
         self._start = start
         self.renew_execs = max(1, renew_execs)
+        """The bound on executions per zygote of the lean and bare kinds."""
+        self.scientific_renew_execs = max(1, scientific_renew_execs)
+        """The scientific kind's, higher: each of its renewals costs a sympy and numpy start."""
         self.renew_s = max(1.0, renew_s)
         self.lineages: dict[str, Lineage] = {}
         self.scientific_names = SCIENTIFIC_NAMES | {m.split('.')[0] for m in scientific} if scientific else frozenset()
@@ -115,7 +119,8 @@ class WarmParents:
         """The lineage of ``kind`` (created on first use)."""
         found = self.lineages.get(kind)
         if found is None:
-            found = self.lineages[kind] = Lineage(kind, self._start, self.renew_execs, self.renew_s)
+            execs = self.scientific_renew_execs if kind == SCIENTIFIC else self.renew_execs
+            found = self.lineages[kind] = Lineage(kind, self._start, execs, self.renew_s)
         return found
 
     def zygotes(self) -> list[Zygote]:

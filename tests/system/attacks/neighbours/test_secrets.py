@@ -1,9 +1,10 @@
 """Shared secrets: what submissions share (the ``str`` hash secret, the address-space layout).
 
 Warm Python children share what their zygote had when it started; a zygote is a fresh interpreter and
-is replaced after ``JUDGE_WARM_RENEW_EXECS`` executions or ``JUDGE_WARM_RENEW_S`` seconds
-(`judge.sandbox.server.warm.parents`).  This module runs its own stack (redis, worker, gateway) with small bounds
-(6 executions, 2 seconds), so that renewals happen within the test; compiled and bash programs are
+is replaced after ``JUDGE_WARM_RENEW_EXECS`` executions (``JUDGE_WARM_SCIENTIFIC_RENEW_EXECS`` for the
+scientific parent) or ``JUDGE_WARM_RENEW_S`` seconds (`judge.sandbox.server.warm.lineage`).  This module
+runs its own stack (redis, worker, gateway) with small bounds (6 executions, 2 seconds), so that renewals
+happen within the test; compiled and bash programs are
 exec'd, so every run has its own layout and seeds anyway.  What stays shared within one zygote's
 lifetime is listed in docs/attacks.md.
 """
@@ -51,7 +52,11 @@ BASH_SEEDS = 'echo "{\\"random\\":$RANDOM$RANDOM,\\"srandom\\":$SRANDOM,\\"pid\\
 @pytest.fixture(scope='module')
 def stack(log_dir: Path, transport: str) -> Iterator[Stack]:
     """A stack of its own, on the path under test, whose warm parents are renewed every few executions or seconds."""
-    overrides = {'JUDGE_WARM_RENEW_EXECS': str(RENEW_EXECS), 'JUDGE_WARM_RENEW_S': str(RENEW_S)}
+    overrides = {
+        'JUDGE_WARM_RENEW_EXECS': str(RENEW_EXECS),
+        'JUDGE_WARM_SCIENTIFIC_RENEW_EXECS': str(RENEW_EXECS),
+        'JUDGE_WARM_RENEW_S': str(RENEW_S),
+    }
     with running_stack(log_dir, transport, tag='test-renew', overrides=overrides, worker_name='renew') as stack:
         yield stack
 
