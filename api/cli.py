@@ -18,6 +18,7 @@ import uvicorn
 
 from judge import procname
 from judge.procname import name_process
+from judge.settings import get_settings
 
 MULTIPROC_ENV = 'PROMETHEUS_MULTIPROC_DIR'
 
@@ -62,6 +63,7 @@ def gateway(argv: list[str] | None = None) -> None:
             workers=args.workers,
             access_log=False,
             log_level=args.log_level,
+            timeout_keep_alive=get_settings().gateway_keep_alive_s,
             timeout_graceful_shutdown=30,
         )
     finally:

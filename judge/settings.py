@@ -144,6 +144,10 @@ class Settings(BaseSettings):
     max_in_flight: int = Field(50000, ge=0, validation_alias=_env('JUDGE_MAX_IN_FLIGHT'))
     """Submissions in flight in all gateway processes together (counted in the first shard's Redis);
     beyond it requests get 429 + Retry-After. 0: no cap."""
+    gateway_keep_alive_s: int = Field(75, gt=0, validation_alias=_env('JUDGE_GATEWAY_KEEP_ALIVE_S'))
+    """How long the gateway keeps an idle HTTP connection open: longer than clients keep theirs in their
+    pools (the toolkit's 30 s, aiohttp's 15 s), so that no client sends a request on a connection the
+    gateway is closing (uvicorn's own 5 s failed such requests after every idle gap of about 5 s)."""
     gateway_lease_s: float = Field(15, gt=0, validation_alias=_env('JUDGE_GATEWAY_LEASE_S'))
     """A gateway process that stops without a word (killed) holds its share of the in-flight cap this long."""
     retry_after_s: int = Field(2, ge=1, validation_alias=_env('JUDGE_RETRY_AFTER_S'))

@@ -32,7 +32,11 @@ from toolkit.errors import (
 )
 from toolkit.models import Result, Submission
 
-__all__ = ['DEFAULT_BASE_URL', 'JudgeClient', 'parse_retry_after']
+__all__ = ['DEFAULT_BASE_URL', 'POOL_IDLE_S', 'JudgeClient', 'parse_retry_after']
+
+POOL_IDLE_S = 30.0
+"""How long an idle connection stays in the client's pool: below the gateway's keep-alive
+(``JUDGE_GATEWAY_KEEP_ALIVE_S``, 75 s), so that the gateway never closes one the client is about to use."""
 
 logger = logging.getLogger('toolkit.client')
 
@@ -81,7 +85,7 @@ class JudgeClient:
 
     def _get_session(self) -> aiohttp.ClientSession:
         if self._session is None or self._session.closed:
-            connector = aiohttp.TCPConnector(limit=self.max_connections, keepalive_timeout=30.0)
+            connector = aiohttp.TCPConnector(limit=self.max_connections, keepalive_timeout=POOL_IDLE_S)
             self._session = aiohttp.ClientSession(connector=connector)
             self._owns_session = True
         return self._session
