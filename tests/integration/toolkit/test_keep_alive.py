@@ -1,4 +1,4 @@
-"""HTTP keep-alive of the real gateway (uvicorn)."""
+"""HTTP keep-alive of the real gateway (uvicorn), which the toolkit client relies on (`POOL_IDLE_S`)."""
 
 from __future__ import annotations
 
