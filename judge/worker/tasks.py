@@ -21,7 +21,7 @@ from judge.procname import name_process
 from judge.settings import get_settings
 from judge.transport.config import wiring
 from judge.transport.worker.reconnects import BrokerWatch
-from judge.worker.service import Service
+from judge.worker.service import Service, learn_toolchain_versions
 
 logger = logging.getLogger('judge.worker.tasks')
 
@@ -111,6 +111,15 @@ def _remember_node_name(sender: str | None = None, **_: Any) -> None:
     """The worker's node name (e.g. ``judge@host``); pool processes inherit it when forked."""
     service.node_name = sender
     name_process(procname.CONSUMER)
+
+
+@signals.worker_init.connect
+def _learn_toolchains(**_: Any) -> None:
+    """Main process, before the pool forks: the toolchain versions its pool processes inherit."""
+    try:
+        learn_toolchain_versions(get_settings())
+    except Exception:  # each pool process asks for itself then
+        logger.exception('could not learn the toolchain versions')
 
 
 @signals.worker_process_init.connect

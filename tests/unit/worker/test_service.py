@@ -81,3 +81,23 @@ def test_a_slot_that_fails_to_start_gives_its_slot_number_back(monkeypatch: pyte
         assert result is not None and result['reason'] == 'internal_error', result
         assert 'refused to start' in str(result)
     assert claimed == [0, 0, 0]
+
+
+def test_toolchain_versions_are_learned_once_for_every_pool_process() -> None:
+    """The worker's main process asks each toolchain its version before the pool forks (`worker_init`);
+    the pool processes then find every answer in `tool_version`'s cache and start no tool."""
+    from celery import signals
+
+    from judge.executors import EXECUTORS
+    from judge.executors.toolchain import tool_version
+    from judge.worker import service as worker
+    from judge.worker import tasks
+
+    assert any(ref() is tasks._learn_toolchains for _, ref in signals.worker_init.receivers), 'not hooked'
+    tool_version.cache_clear()
+    learned = worker.learn_toolchain_versions(Settings())
+    assert set(learned) == set(EXECUTORS) and learned['python'].startswith('Python 3'), learned
+    asked = tool_version.cache_info().misses
+    again = worker._toolchain(Settings(), 'digest')
+    assert {lang: cls(again, None).version() for lang, cls in EXECUTORS.items()} == learned  # type: ignore[arg-type]
+    assert tool_version.cache_info().misses == asked  # all from the cache
