@@ -80,10 +80,11 @@ def _pair(url: str, sender: dict[str, Any], receiver: dict[str, Any]) -> tuple[d
 
 
 def _mostly_cached(counts: tuple[int, int]) -> bool:
-    """At least 90% of a file's pages in the page cache: the host drops a page or two of its own now and then,
-    a sender's eviction drops them all."""
+    """At least half of a file's pages in the page cache.  A sender's eviction drops them all; the host's
+    own reclaim drops some of a file read once: proactive reclaim (DAMON's ``pageout`` of cold unmapped
+    pages, on the CI hosts) took 27% of one target's pages during a run of this test."""
     resident, pages = counts
-    return resident >= 0.9 * pages
+    return resident >= 0.5 * pages
 
 
 def _warm_c(url: str, *sources: str) -> None:
