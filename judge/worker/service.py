@@ -78,10 +78,10 @@ def build_runner(settings: Settings, runtime_digest: str = '') -> Runner:
 
 
 def _build_runner(settings: Settings, runtime_digest: str, index: int) -> Runner:
-    cache_dir = _cache_dir(settings)
+    toolchain = _toolchain(settings, runtime_digest)
+    cache_dir, python = toolchain.cache_dir, toolchain.python
     pch_dir = os.path.join(cache_dir, 'pch')  # the compiler reads the PCH; nothing else in the cache is readable
     os.makedirs(pch_dir, mode=0o755, exist_ok=True)
-    python = submission_python(settings)
     limits = run_limits(settings)
     client = SlotClient(
         SlotConfig(
@@ -106,7 +106,6 @@ def _build_runner(settings: Settings, runtime_digest: str, index: int) -> Runner
         )
     )
     client.ensure_started()
-    toolchain = _toolchain(settings, runtime_digest)
     return Runner(toolchain, client, RunnerConfig(limits=limits, max_chars=settings.max_stdout_error_length))
 
 
