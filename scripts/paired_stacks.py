@@ -26,6 +26,10 @@ from toolkit.bench.mathcalls import run_phase, warm_math
 from toolkit.bench.wrapped import KINDS, cases_of
 from toolkit.client import JudgeClient
 
+PAIRED_POOL_IDLE_S = 3.0
+"""Each side idles while the other is measured; gateways before 75c49f2 closed connections idle for 5 s
+(uvicorn's default), so a pooled connection kept longer could be lost on the next batch."""
+
 
 def busy_ms() -> float:
     """The machine's busy CPU so far (every CPU: user, nice, system, irq, softirq, steal), ms."""
@@ -36,7 +40,7 @@ def busy_ms() -> float:
 
 async def compare(sides: dict[str, tuple[str, int]], kinds: list[str], rounds: int, batch: int) -> dict[str, Any]:
     """Per kind and side: CPU per call of each round, and by process kind."""
-    clients = {side: JudgeClient(url) for side, (url, _) in sides.items()}
+    clients = {side: JudgeClient(url, pool_idle_s=PAIRED_POOL_IDLE_S) for side, (url, _) in sides.items()}
     options = {
         side: parse_args(['math', '--url', url, '--cpu', '--cpu-root', str(pid)]) for side, (url, pid) in sides.items()
     }

@@ -67,6 +67,8 @@ class JudgeClient:
     :param session: an externally owned ``aiohttp.ClientSession`` (never closed by us).
     :param timeout_s: default timeout of one HTTP request.
     :param max_connections: size of the keep-alive pool of the session we create.
+    :param pool_idle_s: how long that session keeps an idle connection for reuse; keep it below the idle
+        timeout of the gateway (`POOL_IDLE_S` is) and of any proxy in between, which may close it first.
     """
 
     def __init__(
@@ -76,16 +78,18 @@ class JudgeClient:
         session: aiohttp.ClientSession | None = None,
         timeout_s: float = 120.0,
         max_connections: int = 32,
+        pool_idle_s: float = POOL_IDLE_S,
     ) -> None:
         self.base_url = base_url.rstrip('/')
         self.timeout_s = timeout_s
         self.max_connections = max_connections
+        self.pool_idle_s = pool_idle_s
         self._session = session
         self._owns_session = session is None
 
     def _get_session(self) -> aiohttp.ClientSession:
         if self._session is None or self._session.closed:
-            connector = aiohttp.TCPConnector(limit=self.max_connections, keepalive_timeout=POOL_IDLE_S)
+            connector = aiohttp.TCPConnector(limit=self.max_connections, keepalive_timeout=self.pool_idle_s)
             self._session = aiohttp.ClientSession(connector=connector)
             self._owns_session = True
         return self._session

@@ -1,11 +1,13 @@
-"""The HTTP client's parsing (`toolkit.client`, `toolkit.models`): Retry-After and result validation."""
+"""The HTTP client (`toolkit.client`, `toolkit.models`): Retry-After, result validation, its connection pool."""
 
 from __future__ import annotations
+
+import asyncio
 
 import pytest
 
 from toolkit import Result
-from toolkit.client import parse_retry_after
+from toolkit.client import POOL_IDLE_S, JudgeClient, parse_retry_after
 from toolkit.errors import BadResponse
 
 
@@ -22,3 +24,15 @@ def test_result_from_json_validates() -> None:
     for bad in ([], {'success': True}, {'success': 1, 'run_success': True, 'cost': 0}):
         with pytest.raises(BadResponse):
             Result.from_json(bad)
+
+
+def test_the_pool_keeps_idle_connections_as_long_as_asked() -> None:
+    async def idle_s(client: JudgeClient) -> float:
+        session = client._get_session()
+        try:
+            return float(session.connector._keepalive_timeout)  # type: ignore[union-attr]
+        finally:
+            await session.close()
+
+    assert asyncio.run(idle_s(JudgeClient())) == POOL_IDLE_S
+    assert asyncio.run(idle_s(JudgeClient(pool_idle_s=2.5))) == 2.5
