@@ -2,8 +2,10 @@
 `python -m scripts.paired_slots TREE_A TREE_B`.  Needs root (the namespaces tier).
 
 Each tree runs one slot server of its own (its ``scripts.sandbox_cost`` builds it: a tree without that
-script cannot be compared), in a process of its own started from the tree.  Rounds send ``--batch``
-trivial warm executions to one slot, then to the other, the order swapped every round (A B / B A), and
+script cannot be compared), in a process of its own started from the tree, with the warm parents'
+preloads the tree's settings give its workers (older trees' ``sandbox_cost`` did not pass them).
+Rounds send ``--batch`` trivial warm executions to one slot, then to the other, the order swapped every
+round (A B / B A), and
 count the whole machine's busy CPU over each batch (``/proc/stat``), per execution: the kernel's work
 for the slot (mounts, namespaces, deferred frees, RCU) is counted wherever it runs, which the slot's
 own processes do not show.  The slot that is not measured waits, idle, so both share the host's drift.
@@ -25,8 +27,12 @@ import sys
 from scripts.sandbox_cost import _client, _request
 from judge.runtime import submission_python
 from judge.settings import Settings
-python = submission_python(Settings())
-client, _ = _client(python)
+settings = Settings()
+python = submission_python(settings)
+client, _ = _client(python, **{
+    key: [m.strip() for m in getattr(settings, field).split(',') if m.strip()]
+    for key, field in (('preload', 'python_preload'), ('scientific', 'python_scientific_preload'))
+})
 request = _request(python, 'warm')
 for _ in range(50):
     client.run(request)

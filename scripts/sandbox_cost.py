@@ -1,7 +1,8 @@
 """The sandbox's own cost per execution, beside a fresh interpreter: `python -m scripts.sandbox_cost`.
 
 Runs a trivial program N times per variant in rounds (so the variants share the machine's noise):
-warm and fresh Python through a slot server of each available isolated tier, and a bare
+warm and fresh Python through a slot server of each available isolated tier (warm parents configured as
+the worker configures them: `judge.worker.service.warm_config`), and a bare
 ``python3 -I -c`` with no sandbox.  CPU counts the slot server, its children and everything they
 reaped.  Also the rate of bare ``python3 -I -S`` spawns two at a time (the floor the bench's
 throughput is compared with).  Needs root for the isolated tiers.
@@ -27,7 +28,7 @@ from judge.runtime import submission_python
 from judge.sandbox.client import ExecRequest, SlotClient, SlotConfig
 from judge.sandbox.slots import claim_slot
 from judge.settings import Settings
-from judge.worker.service import run_limits
+from judge.worker.service import run_limits, warm_config
 from toolkit.bench.cpu import cpu_snapshot
 
 SOURCE = 'print(sum(range(10)))'
@@ -78,7 +79,7 @@ def _client(python: str, **extra: object) -> tuple[SlotClient, int]:
             memory_mb=LIMITS.memory_mb,
             pids=LIMITS.pids,
             work_root='/tmp/judge-cost',
-            extra=extra,
+            extra={**warm_config(Settings()), **extra},
         )
     )
     client.ensure_started()

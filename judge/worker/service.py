@@ -77,6 +77,18 @@ def build_runner(settings: Settings, runtime_digest: str = '') -> Runner:
         raise
 
 
+def warm_config(settings: Settings) -> dict[str, Any]:
+    """The slot server's warm-Python configuration under ``settings``: preloads, CPU share, renewals."""
+    return {
+        'preload': [m.strip() for m in settings.python_preload.split(',') if m.strip()],
+        'scientific': [m.strip() for m in settings.python_scientific_preload.split(',') if m.strip()],
+        'cpus': settings.slot_cpus,
+        'renew_execs': settings.warm_renew_execs,
+        'scientific_renew_execs': settings.warm_scientific_renew_execs,
+        'renew_s': settings.warm_renew_s,
+    }
+
+
 def _build_runner(settings: Settings, runtime_digest: str, index: int) -> Runner:
     toolchain = _toolchain(settings, runtime_digest)
     cache_dir, python = toolchain.cache_dir, toolchain.python
@@ -93,16 +105,7 @@ def _build_runner(settings: Settings, runtime_digest: str, index: int) -> Runner
             allow_unsafe=settings.allow_unsafe,
             work_root=settings.work_root,
             uid_base=settings.slot_uid_base,
-            extra={
-                'keep_writable': [cache_dir],
-                'read_paths': [pch_dir],
-                'preload': [m.strip() for m in settings.python_preload.split(',') if m.strip()],
-                'scientific': [m.strip() for m in settings.python_scientific_preload.split(',') if m.strip()],
-                'cpus': settings.slot_cpus,
-                'renew_execs': settings.warm_renew_execs,
-                'scientific_renew_execs': settings.warm_scientific_renew_execs,
-                'renew_s': settings.warm_renew_s,
-            },
+            extra={'keep_writable': [cache_dir], 'read_paths': [pch_dir], **warm_config(settings)},
         )
     )
     client.ensure_started()
