@@ -101,3 +101,16 @@ def test_toolchain_versions_are_learned_once_for_every_pool_process() -> None:
     again = worker._toolchain(Settings(), 'digest')
     assert {lang: cls(again, None).version() for lang, cls in EXECUTORS.items()} == learned  # type: ignore[arg-type]
     assert tool_version.cache_info().misses == asked  # all from the cache
+
+
+def test_the_warm_configuration_follows_the_settings() -> None:
+    from judge.worker import service as worker
+
+    settings = Settings(
+        python_preload=' json, re ,,typing', python_scientific_preload='sympy', warm_renew_execs=7, slot_cpus=2
+    )
+    config = worker.warm_config(settings)
+    assert config['preload'] == ['json', 're', 'typing'] and config['scientific'] == ['sympy']
+    assert (config['renew_execs'], config['cpus']) == (7, 2)
+    assert config['scientific_renew_execs'] == settings.warm_scientific_renew_execs
+    assert config['renew_s'] == settings.warm_renew_s
