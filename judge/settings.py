@@ -209,6 +209,16 @@ class Settings(BaseSettings):
         return urls or [self.redis_uri]
 
     @property
+    def preload_modules(self) -> list[str]:
+        """`python_preload` as module names: the lean warm parent's imports."""
+        return [m.strip() for m in self.python_preload.split(',') if m.strip()]
+
+    @property
+    def scientific_modules(self) -> list[str]:
+        """`python_scientific_preload` as module names: the scientific warm parent's imports."""
+        return [m.strip() for m in self.python_scientific_preload.split(',') if m.strip()]
+
+    @property
     def broker_url(self) -> str:
         """The Redis this process's Celery app uses: shard `worker_shard`."""
         return self.shard_urls[self.worker_shard]

@@ -22,6 +22,8 @@ import subprocess
 import sys
 from typing import IO
 
+from scripts.paired_stacks import busy_ms
+
 SIDE = """
 import sys
 from scripts.sandbox_cost import _client, _request
@@ -29,6 +31,7 @@ from judge.runtime import submission_python
 from judge.settings import Settings
 settings = Settings()
 python = submission_python(settings)
+# parsed here, not through Settings' properties or warm_config: older trees have neither
 client, _ = _client(python, **{
     key: [m.strip() for m in getattr(settings, field).split(',') if m.strip()]
     for key, field in (('preload', 'python_preload'), ('scientific', 'python_scientific_preload'))
@@ -50,13 +53,6 @@ for line in sys.stdin:
 client.close()
 """
 """What each tree's process runs: one slot, ``N`` executions per line read, ``ok`` after each batch."""
-
-
-def busy_ms() -> float:
-    """The machine's busy CPU so far (every CPU: user, nice, system, irq, softirq, steal), ms."""
-    with open('/proc/stat', encoding='ascii') as f:
-        ticks = [int(v) for v in f.readline().split()[1:9]]
-    return (sum(ticks) - ticks[3] - ticks[4]) * 1000 / os.sysconf('SC_CLK_TCK')
 
 
 def summary(a: list[float], b: list[float]) -> dict[str, float]:

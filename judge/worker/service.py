@@ -80,8 +80,8 @@ def build_runner(settings: Settings, runtime_digest: str = '') -> Runner:
 def warm_config(settings: Settings) -> dict[str, Any]:
     """The slot server's warm-Python configuration under ``settings``: preloads, CPU share, renewals."""
     return {
-        'preload': [m.strip() for m in settings.python_preload.split(',') if m.strip()],
-        'scientific': [m.strip() for m in settings.python_scientific_preload.split(',') if m.strip()],
+        'preload': settings.preload_modules,
+        'scientific': settings.scientific_modules,
         'cpus': settings.slot_cpus,
         'renew_execs': settings.warm_renew_execs,
         'scientific_renew_execs': settings.warm_scientific_renew_execs,

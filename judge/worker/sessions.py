@@ -57,10 +57,7 @@ def host_config(node: str) -> HostConfig:
         hash_seed=ss.hash_seed,
         max_sessions=ss.max_sessions,
         disk_mb=ss.disk_mb,
-        extra={
-            'preload': [m.strip() for m in s.python_preload.split(',') if m.strip()],
-            'scientific': [m.strip() for m in s.python_scientific_preload.split(',') if m.strip()],
-        },
+        extra={'preload': s.preload_modules, 'scientific': s.scientific_modules},
     )
 
 

@@ -34,7 +34,7 @@ DEFAULT_PRELOAD = [m for m in DEFAULT_PYTHON_PRELOAD.split(',') if m]
 SCIENTIFIC_PRELOAD = [*DEFAULT_PRELOAD, 'sympy', 'numpy']
 """What an operator sets today to keep the scientific import out of each submission:
 ``JUDGE_PYTHON_PRELOAD`` with sympy and numpy added."""
-SCIENTIFIC_PARENT = [m.strip() for m in Settings().python_scientific_preload.split(',') if m.strip()]
+SCIENTIFIC_PARENT = Settings().scientific_modules
 """What every slot's scientific warm parent imports, as in production (``JUDGE_PYTHON_SCIENTIFIC_PRELOAD``)."""
 PARENT_KINDS = ('lean', 'scientific', 'bare')
 PARENT_FIELD = 'parent'
