@@ -23,20 +23,21 @@ import sys
 import threading
 import time
 from concurrent.futures import ThreadPoolExecutor
+from typing import Any
 
 from judge.runtime import submission_python
 from judge.sandbox.client import ExecRequest, SlotClient, SlotConfig
 from judge.sandbox.slots import claim_slot
 from judge.settings import Settings
 from judge.worker.service import run_limits, warm_config
-from toolkit.bench.cpu import cpu_snapshot
+from toolkit.bench.cpu import Snapshot, cpu_snapshot
 
 SOURCE = 'print(sum(range(10)))'
 LIMITS = run_limits(Settings())
 """The worker's run limits under the settings of this environment."""
 
 
-def _slot_cpu(client: SlotClient) -> dict[int, tuple[str, float]]:
+def _slot_cpu(client: SlotClient) -> Snapshot:
     """CPU seconds of the slot server and every live process below it (zygote, spare...)."""
     assert client._proc is not None
     return cpu_snapshot('', root_pid=client._proc.pid)
@@ -70,7 +71,8 @@ time.sleep(3.0)
 """
 
 
-def _client(python: str, **extra: object) -> tuple[SlotClient, int]:
+def _client(python: str, tier: str = 'auto', **extra: object) -> tuple[SlotClient, int]:
+    """A started slot of ``tier`` (``auto``: the best the host has), warm parents as the worker's."""
     index, fd = claim_slot()
     client = SlotClient(
         SlotConfig(
@@ -78,11 +80,16 @@ def _client(python: str, **extra: object) -> tuple[SlotClient, int]:
             python=python,
             memory_mb=LIMITS.memory_mb,
             pids=LIMITS.pids,
+            tier=tier,
             work_root='/tmp/judge-cost',
             extra={**warm_config(Settings()), **extra},
         )
     )
-    client.ensure_started()
+    try:
+        client.ensure_started()
+    except BaseException:
+        os.close(fd)
+        raise
     return client, fd
 
 
@@ -94,7 +101,9 @@ def _honest_s(client: SlotClient) -> float:
 def fairness(python: str, rounds: int) -> None:
     """Honest program alone and beside a hog, with and without per-slot cpu groups, alternated."""
     setups = {'cpu groups': {}, 'no cpu groups': {'cpu_group': False}}
-    pairs = {name: (_client(python, **extra), _client(python, **extra)) for name, extra in setups.items()}
+    pairs = {
+        name: (_client(python, 'auto', **extra), _client(python, 'auto', **extra)) for name, extra in setups.items()
+    }
     figures: dict[str, list[tuple[float, float]]] = {name: [] for name in setups}
     order = list(setups)
     for i in range(rounds):
@@ -134,12 +143,60 @@ def spawn_rate(python: str, n: int) -> float:
     return n / (time.perf_counter() - start)
 
 
+def phase_table(takes: list[dict[str, Any]]) -> dict[str, list[float]]:
+    """Microseconds of the slot server's CPU per execution, by phase, for each take with executions
+    (the phase's total over the take's executions); ``total`` is their sum."""
+    rounds = []
+    for take in takes:
+        executions = int(take.get('executions') or 0)
+        if executions:
+            spent = {str(name): int(ns) / executions / 1000 for name, ns in (take.get('ns') or {}).items()}
+            rounds.append(spent | {'total': sum(spent.values())})
+    names = sorted({name for spent in rounds for name in spent})
+    return {name: [spent.get(name, 0.0) for spent in rounds] for name in names}
+
+
+def format_phases(label: str, takes: list[dict[str, Any]]) -> str:
+    """One line per phase: its microseconds per execution in each round."""
+    lines = [f'{label}: slot server CPU per execution by phase (us; rounds)\n']
+    table = phase_table(takes)
+    for name in sorted(table, key=lambda n: (n == 'total', -statistics.fmean(table[n]))):
+        lines.append(f'{name:>30}: {" / ".join(f"{v:.1f}" for v in table[name])}\n')
+    return ''.join(lines)
+
+
+def _slot_round(
+    clients: dict[str, SlotClient],
+    python: str,
+    n: int,
+    results: dict[str, list[tuple[float, float]]],
+    phases: dict[str, list[dict[str, Any]]] | None,
+) -> None:
+    """One round of ``n`` warm then ``n`` fresh executions in each slot: wall and CPU seconds per
+    execution into ``results``; the warm runs' phase costs into ``phases`` (when given)."""
+    for tier, client in clients.items():
+        for mode in ('warm', 'fresh'):
+            for _ in range(10):
+                client.run(_request(python, mode))
+            client.phase_costs()  # from zero
+            cpu0, start = _slot_cpu(client), time.perf_counter()
+            for _ in range(n):
+                client.run(_request(python, mode))
+            wall = (time.perf_counter() - start) / n
+            cpu1 = _slot_cpu(client)
+            if phases is not None and mode == 'warm':
+                phases.setdefault(tier, []).append(client.phase_costs())
+            cpu_s = sum(cpu1[key][1] - cpu_s0 for key, (_, cpu_s0) in cpu0.items() if key in cpu1)
+            results.setdefault(f'{tier} {mode}', []).append((wall, cpu_s / n))
+
+
 def main() -> int:
     """Print wall and CPU milliseconds per execution for each variant and round."""
     parser = argparse.ArgumentParser(description=__doc__)
     parser.add_argument('--n', type=int, default=300, help='executions per variant and round')
     parser.add_argument('--rounds', type=int, default=2)
     parser.add_argument('--fairness', action='store_true', help='measure CPU fairness between two slots instead')
+    parser.add_argument('--phases', action='store_true', help="also the slot server's own CPU by phase (warm runs)")
     args = parser.parse_args()
     python = submission_python(Settings())
     if args.fairness:
@@ -148,38 +205,18 @@ def main() -> int:
     clients: dict[str, SlotClient] = {}
     locks = []
     for tier in ('namespaces', 'landlock'):
-        index, fd = claim_slot()
-        locks.append(fd)
-        client = SlotClient(
-            SlotConfig(
-                slot=index,
-                python=python,
-                memory_mb=LIMITS.memory_mb,
-                pids=LIMITS.pids,
-                tier=tier,
-                work_root='/tmp/judge-cost',
-            )
-        )
         try:
-            client.ensure_started()
+            client, fd = _client(python, tier, **({'phase_costs': True} if args.phases else {}))
         except Exception as exc:  # a tier this host cannot provide
             sys.stderr.write(f'skipping tier {tier}: {exc}\n')
             continue
+        locks.append(fd)
         clients[tier] = client
+    phases: dict[str, list[dict[str, Any]]] = {}
     results: dict[str, list[tuple[float, float]]] = {}
     rates: list[float] = []
     for _ in range(args.rounds):
-        for tier, client in clients.items():
-            for mode in ('warm', 'fresh'):
-                for _ in range(10):
-                    client.run(_request(python, mode))
-                cpu0, start = _slot_cpu(client), time.perf_counter()
-                for _ in range(args.n):
-                    client.run(_request(python, mode))
-                wall = (time.perf_counter() - start) / args.n
-                cpu1 = _slot_cpu(client)
-                cpu_s = sum(cpu1[pid][1] - cpu_s0 for pid, (_, cpu_s0) in cpu0.items() if pid in cpu1)
-                results.setdefault(f'{tier} {mode}', []).append((wall, cpu_s / args.n))
+        _slot_round(clients, python, args.n, results, phases if args.phases else None)
         before = resource.getrusage(resource.RUSAGE_CHILDREN)
         start = time.perf_counter()
         for _ in range(args.n):
@@ -194,6 +231,8 @@ def main() -> int:
         cpus = ' / '.join(f'{c * 1000:.2f}' for _, c in runs)
         sys.stdout.write(f'{name:>30}: wall {walls} ms; CPU {cpus} ms\n')
     sys.stdout.write(f'{"bare python3 -I -S, 2 at once":>30}: {" / ".join(f"{r:.0f}" for r in rates)} spawns/s\n')
+    for tier, takes in phases.items():
+        sys.stdout.write(format_phases(f'{tier} warm', takes))
     for client in clients.values():
         client.close()
     for fd in locks:

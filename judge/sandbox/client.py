@@ -215,18 +215,27 @@ class SlotClient:
 
     def memory(self) -> dict[str, Any]:
         """The slot's memory (`judge.sandbox.server.memory.slot_memory`); empty when the server cannot say."""
+        return self._ask('memory')
+
+    def phase_costs(self) -> dict[str, Any]:
+        """The slot server's CPU per phase since the last call (`judge.sandbox.server.phases`; needs
+        ``phase_costs`` in the configuration's extra); empty when the server cannot say."""
+        return self._ask('phases')
+
+    def _ask(self, op: str) -> dict[str, Any]:
+        """A running server's answer to a request without an execution: its reply's ``op`` entry."""
         with self._lock:
             proc = self._proc
             if proc is None or proc.poll() is not None or proc.stdin is None:
                 return {}
             try:
-                send_message(proc.stdin.fileno(), {'op': 'memory'})
+                send_message(proc.stdin.fileno(), {'op': op})
                 reply = self._recv(proc, _REPLY_MARGIN_S)[0]
             except (OSError, SlotLost):
                 self._discard()
                 return {}
-        memory = reply.get('memory')
-        return dict(memory) if isinstance(memory, dict) else {}
+        answer = reply.get(op)
+        return dict(answer) if isinstance(answer, dict) else {}
 
     def _exchange(self, request: ExecRequest) -> tuple[dict[str, Any], list[bytes]]:
         with self._lock:

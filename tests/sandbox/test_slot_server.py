@@ -104,3 +104,25 @@ def test_bad_file_names_are_refused(slot: SlotClient) -> None:
         slot.run(ExecRequest(limits=RUN_LIMITS, argv=['/bin/true'], files={'../escape': 'x'}))
     # the slot keeps working afterwards
     assert slot.run(ExecRequest(limits=RUN_LIMITS, python_source='print(1)')).stdout == b'1\n'
+
+
+def test_the_server_says_where_its_cpu_went_when_asked(slot: SlotClient) -> None:
+    """`scripts.sandbox_cost --phases`: with ``phase_costs`` the server charges its CPU to the phases of
+    each execution (from zero after each question); without, it keeps nothing."""
+    request = ExecRequest(limits=RUN_LIMITS._replace(time_s=5), python_source='print(6 * 7)')
+    with open_slot('phases', allow_unsafe=os.getuid() != 0, extra={'phase_costs': True}) as timed:
+        timed.run(request)
+        timed.phase_costs()
+        for _ in range(5):
+            assert timed.run(request).stdout == b'42\n'
+        taken = timed.phase_costs()
+        again = timed.phase_costs()
+    assert taken['executions'] == 5, taken
+    spent = taken['ns']
+    assert {'receive', 'execute', 'send', 'workdir', 'fork', 'settle', 'drop'} <= set(spent), spent
+    assert all(ns >= 0 for ns in spent.values()) and spent['execute'] > 0, spent
+    if timed.tier == 'namespaces':
+        assert spent['workdir: tmpfs'] > 0, spent
+    assert again['executions'] == 0 and sum(again['ns'].values()) < sum(spent.values()), again
+    slot.run(request)
+    assert slot.phase_costs() == {'executions': 0, 'ns': {}}

@@ -224,6 +224,33 @@ def remount_readonly_recursive(path: str = '/', *, keep_writable: Sequence[str] 
             raise OSError(err, f'mount_setattr({point!r}, clear RDONLY): {os.strerror(err)}')
 
 
+class TmpfsMount:
+    """A nosuid,nodev tmpfs mount on one directory, its arguments encoded once, to be made again and
+    again (each call mounts a fresh tmpfs over the last)."""
+
+    def __init__(
+        self,
+        path: str,
+        size_mb: int,
+        mode: int = 0o755,
+        uid: int = 0,
+        gid: int = 0,
+        *,
+        noexec: bool = False,
+        inodes: int | None = None,
+    ) -> None:
+        self.path = path
+        self._target = os.fsencode(path)
+        self._flags = MS_NOSUID | MS_NODEV | (MS_NOEXEC if noexec else 0)
+        options = f'size={size_mb}m,mode={mode:o},uid={uid},gid={gid}' + (f',nr_inodes={inodes}' if inodes else '')
+        self._data = options.encode()
+
+    def __call__(self) -> None:
+        """Mount a fresh tmpfs on the directory (which must exist); raises OSError."""
+        if _mount(b'tmpfs', self._target, b'tmpfs', self._flags, self._data) != 0:
+            libc.raise_errno(f'mount(tmpfs, {self.path!r})')
+
+
 def mount_tmpfs(
     path: str,
     size_mb: int,
@@ -236,9 +263,7 @@ def mount_tmpfs(
 ) -> None:
     """Mount a fresh nosuid,nodev tmpfs of *size_mb* MiB (and at most *inodes* entries) on *path*."""
     os.makedirs(path, exist_ok=True)
-    flags = MS_NOSUID | MS_NODEV | (MS_NOEXEC if noexec else 0)
-    data = f'size={size_mb}m,mode={mode:o},uid={uid},gid={gid}' + (f',nr_inodes={inodes}' if inodes else '')
-    mount('tmpfs', path, 'tmpfs', flags, data)
+    TmpfsMount(path, size_mb, mode, uid, gid, noexec=noexec, inodes=inodes)()
 
 
 def mount_proc(path: str = '/proc', options: str | None = None) -> None:

@@ -21,6 +21,7 @@ from judge.sandbox.lazylog import get_logger
 from judge.sandbox.server.execute import Spare, kill_process, kill_process_group, reap_orphans
 from judge.sandbox.server.files.spaces import Spaces
 from judge.sandbox.server.jail import Jail
+from judge.sandbox.server.phases import NoPhases, PhaseClock
 from judge.sandbox.server.warm.lineage import RENEW_EXECS, RENEW_S, SCIENTIFIC_RENEW_EXECS
 from judge.sandbox.server.warm.parents import BARE, LEAN, SCIENTIFIC, WarmParents
 from judge.sandbox.server.warm.zygotes import Zygote, spawn_zygote
@@ -69,7 +70,8 @@ class SlotLife:
         # before the jail hides the project directory: the zygotes import the package through it
         self.package_fd = os.open(PACKAGE_ROOT, os.O_PATH | os.O_DIRECTORY | os.O_CLOEXEC)
         self.jail = Jail(config)
-        self.spaces = Spaces(self.jail)
+        self.phases = PhaseClock() if config.get('phase_costs') else NoPhases()
+        self.spaces = Spaces(self.jail, self.phases)
         self.prep = self.jail.child_prep()
         self.prep.server_pid = os.getpid()
         if os.getpid() != 1:  # outside a pid namespace: orphans of a dead zygote come back to us
@@ -104,9 +106,12 @@ class SlotLife:
         lineage = self.parents.lineage(kind)
         for attempt in (0, 1):
             workdir = self.spaces.new_workdir()
+            self.phases.lap('workdir')
             try:
                 self.spaces.randomize_pids()
+                self.phases.lap('pid')
                 spare = lineage.spare(workdir)
+                self.phases.lap('fork')
                 self.spare_kind = kind
                 return spare
             except ZygoteLost:  # the lineage dropped the dead zygote: the next try starts a new one
@@ -187,8 +192,10 @@ class SlotLife:
             except ZygoteLost:  # the reply went out fine: the next spare comes from a new zygote
                 self._drop_zygote(spare.parent)
         self._settle()
+        self.phases.lap('settle')
         if workdir is not None:
             self.spaces.drop_workdir(workdir)
+            self.phases.lap('drop')
 
     def _settle(self) -> None:
         """Kill everything left in the slot and wait until every one of its processes is reaped."""
@@ -226,6 +233,7 @@ class SlotLife:
                 self.spare = None
                 self._discard(spare)
                 lineage.close_drained()
+        self.phases.lap('maintain')
 
     def close(self) -> None:
         """Stop the warm parents (their children die with them)."""

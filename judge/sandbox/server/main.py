@@ -53,8 +53,11 @@ class SlotServer(SlotLife):
             return {'ok': True, 'tier': self.jail.tier, 'detail': self.jail.detail, 'pid': os.getpid()}, ()
         if op == 'memory':
             return {'ok': True, 'memory': slot_memory(self.parents, self.spare)}, ()
+        if op == 'phases':
+            return {'ok': True, 'phases': self.phases.take()}, ()
         if op != 'exec':
             return {'ok': False, 'error': f'unknown op {op!r}'}, ()
+        self.phases.executed()
         self.finish()
         limits = self.jail.effective_limits(Limits.from_dict(header['limits']))
         source, asked = header.get('python_source'), header.get('parent')
@@ -62,6 +65,7 @@ class SlotServer(SlotLife):
         upgrade = 0
         if source is not None and asked is None and kind != SCIENTIFIC:
             kind, upgrade = self.parents.hidden_imports(source, kind)
+        self.phases.lap('choose')
         outcome, used, fetched = self._attempt(header, blobs, limits, kind, exact, upgrade)
         if upgrade == OFFER and source is not None:
             self.parents.shapes.learn(source, outcome.upgrade)
@@ -75,6 +79,7 @@ class SlotServer(SlotLife):
         elif outcome.seen_scientific:  # a hidden import, run cold: warm the scientific parent for the next
             self.parents.lineage(SCIENTIFIC).start_background()
         reply = _reply(outcome) | {'parent': used, 'fetched': list(fetched)}
+        self.phases.lap('reply')
         return reply, (bytes(outcome.stdout), bytes(outcome.stderr), *fetched.values())
 
     def _attempt(
@@ -83,6 +88,7 @@ class SlotServer(SlotLife):
         """Run the request once in a spare of ``kind``: the outcome, the kind of parent that served it, and the
         files of ``fetch`` it left."""
         spare = self._take_spare(kind, exact)
+        self.phases.lap('spare')
         used = self.spare_kind
         source = header.get('python_source')
         if source is not None:
@@ -105,7 +111,9 @@ class SlotServer(SlotLife):
             }
             done_fd = None if source is None else make_done_fifo(self.jail, workdir, plan)
             started = True
+            self.phases.lap('files')
             outcome = execute(spare, plan, blobs[0] if blobs else b'', limits, self._kill_all, done_fd)
+            self.phases.lap('execute')
             done = True  # execute() killed everything the execution started, or `finish` will
             self._exiting = spare if outcome.exiting_pid is not None else None
             self.jail.limits_hit(outcome)
@@ -126,6 +134,7 @@ class SlotServer(SlotLife):
         """Wait for the next request, renewing warm parents meanwhile; True when one is waiting."""
         watched = [zygote.fileno() for zygote in self.parents.watched()]
         ready, _, _ = select.select([rfd, *watched], [], [], self.parents.due_in_s())
+        self.phases.lap('wait')
         if rfd in ready:
             return True
         self.maintain()
@@ -156,6 +165,7 @@ class SlotServer(SlotLife):
                 if not self._wait_for_request(rfd):
                     continue
                 header, blobs = recv_message(rfd)
+                self.phases.lap('receive')
             except ProtocolError:
                 self.finish()
                 return
@@ -171,6 +181,7 @@ class SlotServer(SlotLife):
                 retry = broken or isinstance(exc, ZygoteLost)  # the slot's failure, not the request's
                 reply, out = {'ok': False, 'error': f'{type(exc).__name__}: {exc}', 'retry': retry}, ()
             send_message(wfd, reply, out)
+            self.phases.lap('send')
             if broken or not self.after_reply():  # exit: the worker starts a new slot server on its next request
                 return
 

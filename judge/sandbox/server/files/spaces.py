@@ -36,6 +36,7 @@ from judge.sandbox.lazylog import get_logger
 from judge.sandbox.server.files.cleanup import remove_tree
 from judge.sandbox.server.files.workdir import done_path, give_to
 from judge.sandbox.server.jail import WORK_TMPFS_INODES, WORK_TMPFS_MB, Jail
+from judge.sandbox.server.phases import PhaseClock
 
 logger = get_logger('judge.sandbox.server.files.spaces')
 
@@ -57,8 +58,9 @@ def _random_below(bound: int) -> int:
 class Spaces:
     """A slot's work dirs, pid counter and ``/dev/shm``, fresh for each execution (see the module's doc)."""
 
-    def __init__(self, jail: Jail) -> None:
+    def __init__(self, jail: Jail, phases: PhaseClock) -> None:
         self.ids = jail
+        self.phases = phases
         self.work_base = jail.work_base
         self.own = jail.tier == 'namespaces'
         self.space_dir = jail.space_dir
@@ -68,6 +70,7 @@ class Spaces:
         """Execution tmpfs on the mounted holder."""
         self._recycled: str | None = None
         """A discarded spare's work dir, untouched by any program: the next spare's."""
+        self._mount_space = namespaces.TmpfsMount(self.space_dir, WORK_TMPFS_MB, mode=0o711, inodes=WORK_TMPFS_INODES)
         self._last_pid_fd = jail.last_pid_fd
         self._pid_span = 0
         if self.own:
@@ -95,7 +98,8 @@ class Spaces:
             namespaces.mount_tmpfs(self.hold_dir, 1, mode=0o711, inodes=8)
             self._holder = True
             os.mkdir(self.space_dir, 0o711)
-        namespaces.mount_tmpfs(self.space_dir, WORK_TMPFS_MB, mode=0o711, inodes=WORK_TMPFS_INODES)
+        self._mount_space()
+        self.phases.lap('workdir: tmpfs')
         self._stacked += 1
         top = os.path.join(self.space_dir, f'x{name}')
         os.mkdir(top, 0o711)
