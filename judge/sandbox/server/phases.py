@@ -3,6 +3,13 @@
 `PhaseClock.lap` charges the server thread's CPU since the previous lap to a named phase, so the
 phases of one execution add up to the server's whole CPU for it.  Off unless the slot's configuration
 asks for it (``phase_costs``): then every lap is a no-op call.
+
+The slot server's phases, in the order of one execution: ``receive`` (the request), ``choose`` (the
+warm parent), ``spare``, ``files`` (the work dir's files and the plan), ``execute`` (handing the plan
+over to the end of the child's output), ``reply``, ``send``; then its clean-up, ``settle`` (every
+process killed and reaped) and ``drop`` (the work dir); then the next spare's ``maintain`` (warm
+parents' renewals), ``workdir: tmpfs`` (own namespaces: the execution's tmpfs), ``workdir``, ``pid``
+(the random pid) and ``fork``; ``wait`` is the wait for a request.
 """
 
 from __future__ import annotations
