@@ -21,7 +21,6 @@ exit), never an answer.  The memory is the slot server's, lost with it; at most 
 from __future__ import annotations
 
 import binascii
-import re
 
 PREFIX_CHARS = 240
 """How much of the start of a source makes its shape (a template's header, not the model's code)."""
@@ -36,8 +35,10 @@ MIN_PAYLOAD_CHARS = 12
 """Shorter base64-looking runs (identifiers, hex digests) are not read as payloads."""
 MAX_PAYLOAD_CHARS = 1 << 20
 """At most this much base64 text is decoded per source (the rest stays unread)."""
-_PAYLOAD = re.compile(r'[A-Za-z0-9+/_-]{' + str(MIN_PAYLOAD_CHARS) + r',}={0,2}')
-_URLSAFE = str.maketrans('-_', '+/')
+_ALPHABET = b'ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789+/'
+_RUNS = bytes(c if c in _ALPHABET else {45: 43, 95: 47}.get(c, 32) for c in range(256))
+"""Byte table: the base64 alphabet kept, the URL-safe ``-`` and ``_`` read as ``+`` and ``/``, any
+other byte (padding included: it is added back as needed) a space, so that splitting leaves the runs."""
 
 
 def shown_payloads(source: str, depth: int = 2) -> str:
@@ -49,14 +50,14 @@ def shown_payloads(source: str, depth: int = 2) -> str:
         return ''
     found: list[str] = []
     budget = MAX_PAYLOAD_CHARS
-    for match in _PAYLOAD.finditer(source):
-        run = match.group()
+    for run in source.encode('ascii', 'replace').translate(_RUNS).split():  # one pass in C, not a regex
+        if len(run) < MIN_PAYLOAD_CHARS:
+            continue
         if len(run) > budget:
             break
         budget -= len(run)
-        run = run.translate(_URLSAFE).rstrip('=')
         try:
-            text = binascii.a2b_base64(run + '=' * (-len(run) % 4), strict_mode=True).decode()
+            text = binascii.a2b_base64(run + b'=' * (-len(run) % 4), strict_mode=True).decode()
         except (binascii.Error, ValueError):  # not base64, or not text (UnicodeDecodeError is a ValueError)
             continue
         found.append(text)
