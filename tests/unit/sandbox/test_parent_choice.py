@@ -63,6 +63,16 @@ def test_payloads_encoded_in_base64_are_read_whatever_the_template() -> None:
     assert shown_payloads(f'x = "{bare}"') == '', 'a source that never says 64 decodes nothing'
 
 
+def test_a_payload_ends_where_the_base64_alphabet_ends() -> None:
+    """Non-ASCII text, padding and any other character bound a run; each run is read on its own."""
+    first, second = base64.b64encode(b'import sympy!').decode(), base64.b64encode(b'print(2 + 20)').decode()
+    assert first.endswith('=') and second.endswith('=')
+    source = f'# b64\ns = "\u00e9{first}\u00e9"\nt = {second}{second}'
+    assert shown_payloads(source) == 'import sympy!\nprint(2 + 20)\nprint(2 + 20)'
+    short = base64.b64encode(b'import n').decode().rstrip('=')  # 11 characters: too short to be read
+    assert len(short) < 12 and shown_payloads(f'# b64\n{short}') == ''
+
+
 def test_a_template_carrying_scientific_code_in_base64_starts_in_the_scientific_parent() -> None:
     parents = WarmParents(lambda kind: _Started(), scientific=['sympy', 'numpy'])  # type: ignore[arg-type,return-value]
     parents.lineage('scientific').start_background()
