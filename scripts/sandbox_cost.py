@@ -176,15 +176,17 @@ def _slot_round(
     execution into ``results``; the warm runs' phase costs into ``phases`` (when given)."""
     for tier, client in clients.items():
         for mode in ('warm', 'fresh'):
+            timed = phases is not None and mode == 'warm'
             for _ in range(10):
                 client.run(_request(python, mode))
-            client.phase_costs()  # from zero
+            if timed:
+                client.phase_costs()  # from zero
             cpu0, start = _slot_cpu(client), time.perf_counter()
             for _ in range(n):
                 client.run(_request(python, mode))
             wall = (time.perf_counter() - start) / n
             cpu1 = _slot_cpu(client)
-            if phases is not None and mode == 'warm':
+            if phases is not None and timed:
                 phases.setdefault(tier, []).append(client.phase_costs())
             cpu_s = sum(cpu1[key][1] - cpu_s0 for key, (_, cpu_s0) in cpu0.items() if key in cpu1)
             results.setdefault(f'{tier} {mode}', []).append((wall, cpu_s / n))
