@@ -4,8 +4,8 @@
 Each tree runs one slot server of its own (its ``scripts.sandbox_cost`` builds it: a tree without that
 script cannot be compared), in a process of its own started from the tree, with the warm parents'
 preloads the tree's settings give its workers (older trees' ``sandbox_cost`` did not pass them).
-Rounds send ``--batch`` trivial warm executions to one slot, then to the other, the order swapped every
-round (A B / B A), and
+Rounds send ``--batch`` trivial warm executions (with ``--wrapped``, in rStar2-Agent's template shape,
+`toolkit.bench.templates`) to one slot, then to the other, the order swapped every round (A B / B A), and
 count the whole machine's busy CPU over each batch (``/proc/stat``), per execution: the kernel's work
 for the slot (mounts, namespaces, deferred frees, RCU) is counted wherever it runs, which the slot's
 own processes do not show.  The slot that is not measured waits, idle, so both share the host's drift.
@@ -37,6 +37,10 @@ client, _ = _client(python, **{
     for key, field in (('preload', 'python_preload'), ('scientific', 'python_scientific_preload'))
 })
 request = _request(python, 'warm')
+if WRAPPED:
+    from dataclasses import replace
+    from toolkit.bench.templates import rstar_shape
+    request = replace(request, python_source=rstar_shape(request.python_source))
 for _ in range(50):
     client.run(request)
 print('ready', flush=True)
@@ -68,9 +72,13 @@ def summary(a: list[float], b: list[float]) -> dict[str, float]:
     }
 
 
-def _start(tree: str) -> subprocess.Popen[str]:
+def _start(tree: str, wrapped: bool = False) -> subprocess.Popen[str]:
     side = subprocess.Popen(
-        [sys.executable, '-c', SIDE], cwd=tree, stdin=subprocess.PIPE, stdout=subprocess.PIPE, text=True
+        [sys.executable, '-c', f'WRAPPED = {wrapped}\n{SIDE}'],
+        cwd=tree,
+        stdin=subprocess.PIPE,
+        stdout=subprocess.PIPE,
+        text=True,
     )
     if _line(side) != 'ready':
         raise SystemExit(f'{tree}: its slot did not start')
@@ -101,8 +109,11 @@ def main() -> None:
     parser.add_argument('tree_b')
     parser.add_argument('--rounds', type=int, default=30)
     parser.add_argument('--batch', type=int, default=300)
+    parser.add_argument('--wrapped', action='store_true', help="the program in rStar2-Agent's template shape")
     args = parser.parse_args()
-    sides = {'A': _start(os.path.abspath(args.tree_a)), 'B': _start(os.path.abspath(args.tree_b))}
+    sides = {
+        name: _start(os.path.abspath(tree), args.wrapped) for name, tree in (('A', args.tree_a), ('B', args.tree_b))
+    }
     got: dict[str, list[float]] = {'A': [], 'B': []}
     try:
         for r in range(args.rounds):
@@ -116,7 +127,8 @@ def main() -> None:
             side.wait()
     s = summary(got['A'], got['B'])
     sys.stdout.write(
-        f'warm trivial execution, machine CPU: A {s["a_ms"]:.3f} ms, B {s["b_ms"]:.3f} ms; '
+        f'warm {"wrapped " if args.wrapped else ""}trivial execution, machine CPU: '
+        f'A {s["a_ms"]:.3f} ms, B {s["b_ms"]:.3f} ms; '
         f"B/A of the means {s['of_means']:.3f}, mean of the rounds' ratios {s['ratio']:.3f} "
         f'+- {s["ratio_se"]:.3f} (1 SE, {args.rounds} rounds of {args.batch})\n'
     )

@@ -72,6 +72,34 @@ def test_the_warm_parents_import_only_small_modules() -> None:
     assert not heavy & set(out), sorted(heavy & set(out))
 
 
+DRIVER_PROBE = """\
+import sys
+sys.path.insert(0, sys.argv[1])
+from judge.sandbox.zygote import prepare
+print(prepare.driver_warm_up(2), 'ast' in sys.modules)  # a parent without the driver's modules: nothing run
+import ast, base64, contextlib, io, linecache, traceback
+compiled = []
+sys.addaudithook(lambda event, args: event == 'compile' and compiled.append(1))
+def seen():
+    return (sorted(sys.modules), len(object.__subclasses__()), sys.stdout, sys.stderr, sorted(linecache.cache),
+            sys.exc_info(), [k for k in dir(__builtins__) if not k.startswith('__')])
+before = seen()
+print(prepare.driver_warm_up(4), len(compiled), seen() == before)
+"""
+
+
+def test_the_driver_warm_up_runs_only_with_its_modules_and_leaves_nothing_behind() -> None:
+    """The lean and scientific parents run a notebook-cell driver before forking (`prepare.driver_warm_up`):
+    only when its modules are already imported, and without a module, class, stream or cache left over."""
+    out = subprocess.run(
+        [PYTHON, '-I', '-S', '-c', DRIVER_PROBE, str(ROOT)], capture_output=True, text=True, check=True
+    ).stdout.splitlines()
+    assert out[0] == 'False False'
+    ran, compiles, unchanged = out[1].split()
+    assert ran == 'True' and unchanged == 'True', out
+    assert int(compiles) >= 4 * 4, 'each round parses and compiles its cells'
+
+
 def test_programs_without_imports_go_to_the_bare_parent_when_they_come_in_a_row(slot: SlotClient) -> None:
     used = []
     for _ in range(200):  # the bare parent starts in the background on the first such program

@@ -90,6 +90,62 @@ def warm_up() -> list[str]:
     return failed
 
 
+DRIVER_MODULES = ('ast', 'base64', 'contextlib', 'io', 'traceback')
+"""What `DRIVER_WARM_UP` uses: it runs only in a parent that has imported them all already."""
+DRIVER_WARM_UP = """
+def cell(text, namespace):
+    tree = ast.parse(text)
+    body, tail = text, None
+    if tree.body and isinstance(tree.body[-1], ast.Expr):
+        lines = text.splitlines()
+        body = '\\n'.join(lines[: tree.body[-1].lineno - 1])
+        tail = '\\n'.join(lines[tree.body[-1].lineno - 1 :])
+    out, err = io.StringIO(), io.StringIO()
+    with contextlib.redirect_stdout(out), contextlib.redirect_stderr(err):
+        exec(compile(body, '<string>', 'exec'), namespace)
+        if tail:
+            value = eval(compile(tail, '<string>', 'eval'), namespace)
+            if value is not None:
+                print(repr(value))
+    return out.getvalue()
+
+for i in range(ROUNDS):
+    text = base64.b64decode(base64.b64encode(f'x = {i}\\nprint(sum(range(x)))\\nx + 1'.encode())).decode()
+    cell(text, {'__name__': '__main__'})
+    for broken in ('1/0', 'x = (', 'undefined_name'):
+        try:
+            cell(broken, {})
+        except Exception:
+            traceback.format_exc()
+            traceback.print_exc(file=io.StringIO())
+"""
+"""A notebook-cell driver of the kind RL clients wrap tool calls in (decode, ``ast.parse``, split off
+the last expression, ``compile``, ``exec``/``eval`` under redirected streams, tracebacks), run
+`driver_warm_up`'s rounds times: not any one client's template, the standard library calls they share."""
+
+
+def driver_warm_up(rounds: int = 16) -> bool:
+    """Run `DRIVER_WARM_UP` so that the library code a wrapped program runs is already specialised
+    (CPython 3.11+ rewrites a function's bytecode after its first calls) and the type lookup cache
+    filled: a child forked afterwards reads those pages instead of writing them.  Nothing a program
+    could observe stays: no module is imported, no class defined, and the source lines the tracebacks
+    read are dropped from `linecache` again.  False (and
+    nothing run) when one of `DRIVER_MODULES` is not imported yet."""
+    if any(name not in sys.modules for name in DRIVER_MODULES):
+        return False
+    namespace: dict[str, Any] = {name: sys.modules[name] for name in DRIVER_MODULES}
+    namespace.update(__name__='__warm_up__', ROUNDS=rounds)
+    lines = sys.modules['linecache'].cache  # `traceback` imports `linecache`
+    cached = set(lines)
+    try:
+        exec(compile(DRIVER_WARM_UP, '<warm-up>', 'exec'), namespace)
+    finally:
+        namespace.clear()
+        for name in set(lines) - cached:  # the library's sources, read for the tracebacks
+            del lines[name]
+    return True
+
+
 def find_random_states() -> list[Any]:
     """Generators seeded at import, at module level or as a class attribute of a module's class
     (sympy's ``Dummy._prng``): ``random.Random`` instances (``random``'s own, which reseeds itself

@@ -128,7 +128,8 @@ def prepare_interpreter(
     env: dict[str, str], preload: list[str] | None = None, frames_below: int = 0, warm_up: bool = False
 ) -> None:
     """Once, in the process the children are forked from: their environment, module path,
-    preloaded modules (and with ``warm_up``, the scientific warm-up: `judge.sandbox.zygote.prepare`),
+    preloaded modules (and with ``warm_up``, the scientific warm-up; with a preload, the driver warm-up:
+    `judge.sandbox.zygote.prepare`),
     standard streams, recursion budget and ``__main__`` module.
 
     ``frames_below`` is the depth of the children's stacks where `run_python` runs, its own frame
@@ -154,6 +155,8 @@ def prepare_interpreter(
     if warm_up:
         for statement in prepare.warm_up():
             _say(f'warm-up statement failed: {statement!r}')
+    if preload:
+        prepare.driver_warm_up()
     _random_states[:] = prepare.find_random_states()
     if warm_up:
         prepare.collapse_huge_pages()
