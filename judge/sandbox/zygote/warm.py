@@ -128,8 +128,8 @@ def prepare_interpreter(
     env: dict[str, str], preload: list[str] | None = None, frames_below: int = 0, warm_up: bool = False
 ) -> None:
     """Once, in the process the children are forked from: their environment, module path,
-    preloaded modules (and with ``warm_up``, the scientific warm-up; with a preload, the driver warm-up:
-    `judge.sandbox.zygote.prepare`),
+    preloaded modules (with a preload, the driver warm-up, then with ``warm_up`` the scientific one, whose
+    type lookups must be the ones the cache keeps: `judge.sandbox.zygote.prepare`),
     standard streams, recursion budget and ``__main__`` module.
 
     ``frames_below`` is the depth of the children's stacks where `run_python` runs, its own frame
@@ -152,11 +152,11 @@ def prepare_interpreter(
     exec(compile('_ = 0', '<warm-up>', 'exec', dont_inherit=True), {})
     from judge.sandbox.zygote import prepare  # used here only: no child can reach it
 
+    if preload:
+        prepare.driver_warm_up()
     if warm_up:
         for statement in prepare.warm_up():
             _say(f'warm-up statement failed: {statement!r}')
-    if preload:
-        prepare.driver_warm_up()
     _random_states[:] = prepare.find_random_states()
     if warm_up:
         prepare.collapse_huge_pages()
