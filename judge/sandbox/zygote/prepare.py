@@ -14,6 +14,10 @@ sympy's cache is cleared, ``Dummy``'s counter restored, the warning filters rest
 warning registry the warm-up filled emptied.  What stays is what a program cannot tell from a fresh
 interpreter's: imported submodules and their module-level tables.
 
+**Driver warm-up** (the lean and scientific parents, `driver_warm_up`): a notebook-cell driver of the
+kind clients wrap tool calls in, run a few times, so that the library code a wrapped program runs is
+already specialised in the parent.
+
 **Random states** (`find_random_states`): generators seeded when their module was imported
 (``random.Random`` instances such as sympy's ``rng``, ``_assumptions_rng`` and ``Dummy._prng``,
 numpy's global ``RandomState``) would otherwise be the same in every child.  The parent lists them once; each
@@ -129,8 +133,8 @@ def driver_warm_up(rounds: int = 16) -> bool:
     (CPython 3.11+ rewrites a function's bytecode after its first calls) and the type lookup cache
     filled: a child forked afterwards reads those pages instead of writing them.  Nothing a program
     could observe stays: no module is imported, no class defined, and the source lines the tracebacks
-    read are dropped from `linecache` again.  False (and
-    nothing run) when one of `DRIVER_MODULES` is not imported yet."""
+    read are dropped from `linecache` again.  False (and nothing run) when one of `DRIVER_MODULES` is
+    not imported yet."""
     if any(name not in sys.modules for name in DRIVER_MODULES):
         return False
     namespace: dict[str, Any] = {name: sys.modules[name] for name in DRIVER_MODULES}

@@ -128,8 +128,8 @@ def prepare_interpreter(
     env: dict[str, str], preload: list[str] | None = None, frames_below: int = 0, warm_up: bool = False
 ) -> None:
     """Once, in the process the children are forked from: their environment, module path,
-    preloaded modules (with a preload, the driver warm-up, then with ``warm_up`` the scientific one, whose
-    type lookups must be the ones the cache keeps: `judge.sandbox.zygote.prepare`),
+    preloaded modules (with a preload, the driver warm-up, then with ``warm_up`` the scientific one, so
+    that sympy's state is the last the parent builds: `judge.sandbox.zygote.prepare`),
     standard streams, recursion budget and ``__main__`` module.
 
     ``frames_below`` is the depth of the children's stacks where `run_python` runs, its own frame
